@@ -1,0 +1,90 @@
+"""Benchmarks (speed, not behaviour): each prints ratios measured side by side in one run."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from hltm_resources.config import Settings
+from hltm_resources.indexer import Indexer
+from hltm_resources.loading import load_snapshot
+from hltm_resources.sample import generate_world, write_snapshot
+
+
+def _fresh(root: Path, name: str, snapshot: Path) -> Settings:
+    settings = Settings(home=root / name)
+    load_snapshot(settings, snapshot)
+    return settings
+
+
+def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
+    """Full index of the demo tree through Dagster, split into embedding, engine, store writes
+    and Dagster overhead; the plain indexer (no Dagster) on the same tree in the same run; and
+    ``single_runs`` leaves built one run per partition versus one partition-range run."""
+    from hltm_assets.definitions import build_definitions, level_job_name
+    from hltm_assets.runner import _QUIET, dagster_instance, run_index
+    from hltm_resources.embedding import make_embedder
+
+    world = generate_world(seed=seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        snapshot = write_snapshot(world, root / "snapshot")
+        make_embedder(Settings(home=root)).embed(["warm up the model"])  # load once, for both
+
+        dag = _fresh(root, "dagster", snapshot)
+        t0 = time.perf_counter()
+        result = run_index(dag)
+        dagster_total = time.perf_counter() - t0
+
+        plain = _fresh(root, "plain", snapshot)
+        t0 = time.perf_counter()
+        indexer = Indexer(plain)
+        plan = indexer.plan()
+        reports = [indexer.build(level, plan.keys(level)) for level in ("project", "seat",
+                                                                        "account")]
+        plain_total = time.perf_counter() - t0
+
+        keys = plan.keys("project")[:single_runs]
+        per = _fresh(root, "per-partition", snapshot)
+        defs = build_definitions(per)
+        job = defs.resolve_job_def(level_job_name("project"))
+        with dagster_instance(per) as instance:
+            t0 = time.perf_counter()
+            for key in keys:
+                job.execute_in_process(instance=instance, partition_key=key, run_config=_QUIET)
+            one_by_one = time.perf_counter() - t0
+            tags = {"dagster/asset_partition_range_start": keys[0],
+                    "dagster/asset_partition_range_end": keys[-1]}
+            per2 = _fresh(root, "range", snapshot)
+            job2 = build_definitions(per2).resolve_job_def(level_job_name("project"))
+        with dagster_instance(per2) as instance2:
+            t0 = time.perf_counter()
+            job2.execute_in_process(instance=instance2, tags=tags, run_config=_QUIET)
+            one_range = time.perf_counter() - t0
+
+    inside = sum(result.phases.values())
+    overhead = dagster_total - inside - result.plan_seconds
+    plain_phases = {p: sum(getattr(r, f"{p}_s") for r in reports) for p in ("engine", "embed",
+                                                                             "write")}
+    return {
+        "tree": {"accounts": len(world.accounts), "seats": len(world.seats),
+                 "projects": len(world.projects), "documents": len(world.documents)},
+        "dagster_index": {
+            "total_s": round(dagster_total, 2),
+            "embed_s": round(result.phases["embed"], 2),
+            "engine_s": round(result.phases["engine"], 2),
+            "store_write_s": round(result.phases["write"], 2),
+            "plan_s": round(result.plan_seconds, 2),
+            "dagster_overhead_s": round(overhead, 2),
+            "dagster_overhead_share": round(overhead / dagster_total, 3),
+            "runs": result.runs,
+            "embedded_texts": result.embedded_texts,
+        },
+        "plain_index": {"total_s": round(plain_total, 2),
+                        **{f"{k}_s": round(v, 2) for k, v in plain_phases.items()}},
+        "ratio_dagster_over_plain": round(dagster_total / plain_total, 3),
+        "batching": {"leaves": len(keys), "one_run_per_partition_s": round(one_by_one, 2),
+                     "one_range_run_s": round(one_range, 2),
+                     "ratio": round(one_by_one / one_range, 2)},
+    }

@@ -1,0 +1,298 @@
+"""The ``hltm`` command line. Heavy imports happen inside each command, so ``hltm ask`` never
+loads Dagster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from hltm_resources.config import Settings
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CliError(Exception):
+    """An error to report in one line (no traceback)."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(home=args.home)
+
+
+def _print_json(obj: object) -> None:
+    print(json.dumps(obj, indent=None, ensure_ascii=False, default=str))
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from hltm_resources.loading import load_snapshot
+
+    settings = _settings(args)
+    report = load_snapshot(settings, args.directory)
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        d = report.as_dict()
+        print(f"loaded {args.directory} into {settings.duckdb_path}: {d['accounts']} accounts, "
+              f"{d['seats']} seats, {d['projects']} projects, {d['documents']} documents "
+              f"(projects added {d['projects_added']}, changed {d['projects_changed']}, "
+              f"deleted {d['projects_deleted']}, moved {d['projects_moved']})")
+        print("next: hltm index")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from hltm_assets.runner import run_index
+    from hltm_resources.resources import shared_indexer
+
+    settings = _settings(args)
+    if args.dry_run:
+        plan = shared_indexer(settings).plan(full=args.full)
+        if args.json:
+            _print_json(plan.as_dict())
+        else:
+            for level in ("project", "seat", "account"):
+                for item in plan.build[level]:
+                    print(f"build {item.node_id}: {item.reason}")
+            for node in plan.purge:
+                print(f"purge {node}: no longer in the source of truth")
+            c = plan.counts()
+            print(f"would build {c['leaves']} leaves, {c['seats']} seats, {c['accounts']} "
+                  f"accounts; purge {c['purged']}")
+        return 0
+    show = not args.json and not args.no_progress and sys.stderr.isatty() or args.progress
+    result = run_index(settings, full=args.full, show_progress=show)
+    out = result.as_json()
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"built {out['leaves_built']} leaves, {out['seats_built']} seats, "
+              f"{out['accounts_built']} accounts in {out['seconds']:.1f} s "
+              f"({out['engine_calls']} engine calls, {out['llm_calls']} LLM calls, "
+              f"{out['dagster_runs']} Dagster runs)")
+    if result.failed:
+        print("failed runs: " + "; ".join(result.failed), file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from hltm_resources.stats import format_stats, tree_stats
+
+    stats = tree_stats(_settings(args))
+    if args.json:
+        _print_json(stats)
+    else:
+        print(format_stats(stats))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from hltm_resources.checks import check_level
+
+    settings = _settings(args)
+    failed = False
+    results = {}
+    for level in ("project", "seat", "account"):
+        r = check_level(settings, level)
+        results[level] = {"nodes": r.nodes, "problems": r.problems}
+        failed |= not r.passed
+        if not args.json:
+            status = "ok" if r.passed else f"{len(r.problems)} problems"
+            print(f"{level}: {r.nodes} nodes, {status}")
+            for node, problem in sorted(r.problems.items())[:20]:
+                print(f"  {node}: {problem}")
+    if args.json:
+        _print_json(results)
+    return EXIT_FAILED if failed else 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from hltm_resources.sample import generate_world, write_snapshot
+
+    world = generate_world(seed=args.seed, accounts=args.accounts,
+                           seats_per_account=args.seats, projects_per_seat=(args.min_projects,
+                                                                            args.max_projects))
+    out = write_snapshot(world, args.directory)
+    print(f"wrote {len(world.accounts)} accounts, {len(world.seats)} seats, "
+          f"{len(world.projects)} projects, {len(world.documents)} documents to {out}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hltm_assets.runner import run_index
+    from hltm_resources.loading import load_snapshot
+    from hltm_resources.sample import generate_world, write_snapshot
+    from hltm_resources.stats import format_stats, tree_stats
+
+    settings = _settings(args)
+    t0 = time.perf_counter()
+    snapshot = settings.home / "demo-snapshot"
+    world = generate_world(seed=args.seed)
+    write_snapshot(world, snapshot)
+    print(f"1. generated a recruiting world (seed {args.seed}): {len(world.accounts)} accounts, "
+          f"{len(world.seats)} recruiters, {len(world.projects)} projects, "
+          f"{len(world.documents)} documents -> {snapshot}")
+    report = load_snapshot(settings, snapshot)
+    print(f"2. loaded it into the source of truth ({report.projects} projects)")
+    show = sys.stderr.isatty() and not args.no_progress
+    result = run_index(settings, show_progress=show)
+    out = result.as_json()
+    print(f"3. built memory through Dagster: {out['leaves_built']} leaves, {out['seats_built']} "
+          f"seats, {out['accounts_built']} accounts in {out['seconds']:.1f} s "
+          f"({out['dagster_runs']} runs, {out['embedded_texts']} texts embedded offline)")
+    print()
+    print(format_stats(tree_stats(settings)))
+    if result.failed:
+        print("failed runs: " + "; ".join(result.failed), file=sys.stderr)
+        return EXIT_FAILED
+    _demo_questions(settings, world)
+    print(f"\ndone in {time.perf_counter() - t0:.1f} s. Open the UI: hltm --home {settings.home} "
+          "dev")
+    return 0
+
+
+def _demo_questions(settings: Settings, world) -> None:
+    """Ask a few questions at seat and account scope and print answers with citations."""
+    try:
+        from query import Memory
+    except ImportError:  # pragma: no cover - query is part of the package
+        return
+    from hltm_resources.sample import demo_questions
+
+    mem = Memory.open(settings.home)
+    print("\n4. questions answered from memory (offline engine):")
+    for scope, question in demo_questions(world):
+        r = mem.ask(question, scope=scope)
+        refs = ", ".join(r.references) if r.references else "(none)"
+        print(f"\n  [{scope}] {question}\n    -> {r.answer}\n    cites: {refs}  "
+              f"({r.timings['retrieval_ms']:.0f} ms retrieval)")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from hltm_assets import bench
+
+    if args.which == "index":
+        result = bench.bench_index(seed=args.seed)
+    else:  # pragma: no cover - argparse restricts choices
+        raise CliError(f"unknown benchmark {args.which}")
+    _print_json(result) if args.json else print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    """Start ``dagster dev`` on this home (same storage as the CLI)."""
+    import subprocess
+
+    settings = _settings(args)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    from hltm_assets.runner import INSTANCE_YAML
+
+    config = settings.home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    env = dict(os.environ, HLTM_HOME=str(settings.home), DAGSTER_HOME=str(settings.home))
+    workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
+    cmd = ["dagster", "dev", "-w", str(workspace), "-p", str(args.port)]
+    print(f"starting: {' '.join(cmd)}  (DAGSTER_HOME=HLTM_HOME={settings.home})")
+    return subprocess.call(cmd, env=env, cwd=workspace.parent)
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    """Reload the code location of a running ``dagster dev`` after the tree changed."""
+    from dagster_graphql import DagsterGraphQLClient
+
+    client = DagsterGraphQLClient(args.host, port_number=args.port)
+    info = client.reload_repository_location(args.location)
+    print(f"reload of {args.location}: {info.status}")
+    return 0 if str(info.status).endswith("SUCCESS") else EXIT_FAILED
+
+
+# -- parser -----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hltm", description="Hierarchical long-term semantic memory for LLM agents.")
+    parser.add_argument("--home", default=None,
+                        help="memory home (default: $HLTM_HOME, else ./.hltm)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("load", help="validate and load a snapshot directory into the SOT")
+    p.add_argument("directory")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_load)
+
+    p = sub.add_parser("index", help="build every node whose inputs changed (through Dagster)")
+    p.add_argument("--full", action="store_true", help="rebuild every node")
+    p.add_argument("--dry-run", action="store_true", help="list what would be built and why")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--progress", action="store_true", help="draw the progress bar even if "
+                   "stderr is not a terminal")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("stats", help="nodes and items per level and view")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("check", help="every node has all views and matching vectors")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("sample", help="write a generated recruiting snapshot")
+    p.add_argument("directory")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--accounts", type=int, default=3)
+    p.add_argument("--seats", type=int, default=4, help="seats per account")
+    p.add_argument("--min-projects", type=int, default=8)
+    p.add_argument("--max-projects", type=int, default=14)
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("demo", help="generate, load, index and query a sample world (offline)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="speed benchmarks (results go in BENCHMARKS.md)")
+    p.add_argument("which", choices=["index"])
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("dev", help="start dagster dev on this home")
+    p.add_argument("--port", type=int, default=3000)
+    p.set_defaults(func=cmd_dev)
+
+    p = sub.add_parser("reload", help="reload the code location of a running dagster dev")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--location", default="hltm_assets.definitions")
+    p.set_defaults(func=cmd_reload)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from hltm_resources.errors import USER_ERRORS
+
+    try:
+        return args.func(args)
+    except USER_ERRORS as exc:
+        print(f"hltm: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("hltm: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""The code location: ``dagster dev`` (workspace.yaml) and the CLI both load it from here.
+
+Partitions and mappings are read from the SOT topology when the definitions load, so a topology
+change (new, deleted or moved project) needs a code-location reload (``hltm reload`` or the UI's
+"Reload definitions"); the CLI builds its definitions fresh on every call.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dagster as dg
+
+from hltm_assets.assets import build_assets
+from hltm_assets.checks import build_checks
+from hltm_assets.partitions import LEVEL_ASSETS, TreePartitions, read_tree, tree_partitions
+from hltm_resources.config import Settings
+from hltm_resources.resources import HLTMResource
+
+
+def level_job_name(level: str) -> str:
+    return f"{LEVEL_ASSETS[level]}_job"
+
+
+def build_definitions(settings: Settings, tree: TreePartitions | None = None) -> dg.Definitions:
+    """Assets, checks, one job per level and the automation sensor for ``settings``' home."""
+    tree = tree or tree_partitions(read_tree(settings))
+    with warnings.catch_warnings():
+        # backfill_policy and pool are marked beta in Dagster 1.13; we rely on both knowingly.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        assets = build_assets(tree)
+    checks = build_checks(assets)
+    jobs = [
+        dg.define_asset_job(level_job_name(level), selection=[asset],
+                            partitions_def=tree.of_level(level),
+                            description=f"Build {level} memory for a partition range.")
+        for level, asset in zip(("project", "seat", "account"), assets, strict=True)
+    ]
+    automation = dg.AutomationConditionSensorDefinition(
+        "hltm_automation",
+        target=dg.AssetSelection.assets(*assets[1:]),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=30,
+        description="Rebuilds seats and accounts after their children change (eager).",
+    )
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=checks,
+        jobs=jobs,
+        sensors=[automation],
+        resources={"hltm": HLTMResource.from_settings(settings)},
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """Definitions for the home in ``$HLTM_HOME`` (default ``./.hltm``)."""
+    return build_definitions(Settings.from_env())

@@ -1,0 +1,136 @@
+"""Running the memory tree through Dagster in this process (what ``hltm index`` does).
+
+The plan says which nodes to build; each level is then materialized as partition *ranges*
+(keys are in path order, so contiguous dirty keys form one run), leaves first, then seats,
+then accounts. Runs are recorded in the home's Dagster instance, so they show in the UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from hltm_assets import progress
+from hltm_assets.definitions import build_definitions, level_job_name
+from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
+from hltm_resources.config import Settings
+from hltm_resources.indexer import Plan
+from hltm_resources.resources import shared_indexer
+
+INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dagster dev` started
+# from the repo root with HLTM_HOME pointing here uses the same storage (repo dagster.yaml).
+concurrency:
+  pools:
+    default_limit: 1
+telemetry:
+  enabled: false
+"""
+# The tags Dagster itself puts on a partition-range run (what a backfill with a single-run
+# policy launches); the asset then sees every key of the range in ``context.partition_keys``.
+ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
+ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
+_QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+@contextmanager
+def dagster_instance(settings: Settings):
+    """The Dagster instance whose storage lives in the home."""
+    home = Path(settings.home)
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    logging.getLogger("dagster").setLevel(logging.ERROR)
+    # A regular persistent instance rooted at the home (reads home/dagster.yaml).
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        yield instance
+
+
+@dataclass
+class IndexResult:
+    plan: Plan
+    built: dict[str, int] = field(default_factory=lambda: {"project": 0, "seat": 0, "account": 0})
+    failed: list[str] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    runs: int = 0
+    seconds: float = 0.0
+    embedded_texts: int = 0
+    #: Seconds inside the asset bodies, by phase (engine, embed, write), summed over runs.
+    phases: dict[str, float] = field(default_factory=lambda: {"engine": 0.0, "embed": 0.0,
+                                                              "write": 0.0})
+    plan_seconds: float = 0.0
+
+    def as_json(self) -> dict:
+        u = self.usage
+        return {
+            "leaves_built": self.built["project"],
+            "seats_built": self.built["seat"],
+            "accounts_built": self.built["account"],
+            "engine_calls": u.get("engine_calls", 0),
+            "llm_calls": u.get("llm_calls", 0),
+            "prompt_tokens": u.get("prompt_tokens", 0),
+            "completion_tokens": u.get("completion_tokens", 0),
+            "cache_hits": u.get("cache_hits", 0),
+            "embedded_texts": self.embedded_texts,
+            "purged": len(self.plan.purge),
+            "dagster_runs": self.runs,
+            "failed_runs": self.failed,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def run_index(settings: Settings, full: bool = False, show_progress: bool = False,
+              plan: Plan | None = None) -> IndexResult:
+    """Build every node whose inputs changed (or all with ``full``), through Dagster."""
+    t0 = time.perf_counter()
+    indexer = shared_indexer(settings)
+    plan = plan or indexer.plan(full=full)
+    result = IndexResult(plan, plan_seconds=time.perf_counter() - t0)
+    indexer.purge(plan.purge)
+    if plan.orphan_vectors:
+        indexer.vectors.delete_nodes(plan.orphan_vectors)
+    total = sum(len(v) for v in plan.build.values())
+    if total == 0:
+        result.seconds = time.perf_counter() - t0
+        return result
+    tree = tree_partitions(read_tree(settings))
+    defs = build_definitions(settings, tree=tree)
+    usage0 = indexer.agents.usage.snapshot()
+    texts0 = indexer.embedder.texts
+    with dagster_instance(settings) as instance, progress.bar(total, show_progress):
+        for level in ("project", "seat", "account"):
+            keys = plan.keys(level)
+            if not keys:
+                continue
+            job = defs.resolve_job_def(level_job_name(level))
+            ordered = tree.of_level(level).get_partition_keys()
+            for start, end in contiguous_ranges(keys, ordered):
+                run = job.execute_in_process(
+                    instance=instance,
+                    run_config=_QUIET,
+                    tags={ASSET_PARTITION_RANGE_START_TAG: start,
+                          ASSET_PARTITION_RANGE_END_TAG: end, "hltm/trigger": "cli"},
+                    raise_on_error=False,
+                )
+                result.runs += 1
+                n = ordered.index(end) - ordered.index(start) + 1
+                if run.success:
+                    result.built[level] += n
+                    events = run.get_asset_materialization_events()
+                    if events:  # a range run attaches the same batch metadata to each key
+                        meta = events[0].materialization.metadata
+                        for phase in result.phases:
+                            result.phases[phase] += float(meta[f"{phase}_seconds"].value)
+                else:
+                    result.failed.append(f"{level}:{start}..{end} (run {run.run_id})")
+    after = indexer.agents.usage.snapshot()
+    result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}
+    result.embedded_texts = indexer.embedder.texts - texts0
+    indexer.vectors.tidy()
+    result.seconds = time.perf_counter() - t0
+    return result

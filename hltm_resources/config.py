@@ -1,0 +1,96 @@
+"""Settings shared by the CLI, the query module and the Dagster resources.
+
+Environment variables are read when :meth:`Settings.from_env` is called, never at import.
+The API key is never part of ``repr`` or any log line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ENGINES = ("extractive", "openai")
+EMBEDDERS = ("local", "openai")
+DEFAULT_HOME = ".hltm"
+
+
+class ConfigError(ValueError):
+    """A setting that is missing or inconsistent."""
+
+
+def resolve_home(home: str | os.PathLike | None = None) -> Path:
+    """The memory home: the argument, else ``$HLTM_HOME``, else ``./.hltm``."""
+    value = home if home not in (None, "") else os.environ.get("HLTM_HOME") or DEFAULT_HOME
+    return Path(value).expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where memory lives and which engine and embedder build and read it."""
+
+    home: Path
+    engine: str = "extractive"
+    embedder: str = "local"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    chat_model: str | None = None
+    embed_model: str | None = None
+    azure_api_version: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    max_retries: int = 4
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine {self.engine!r} is unknown: use one of {', '.join(ENGINES)}")
+        if self.embedder not in EMBEDDERS:
+            raise ConfigError(
+                f"embedder {self.embedder!r} is unknown: use one of {', '.join(EMBEDDERS)}"
+            )
+        if self.concurrency < 1:
+            raise ConfigError("concurrency must be at least 1")
+
+    @classmethod
+    def from_env(cls, home: str | os.PathLike | None = None, **overrides: object) -> Settings:
+        """Settings from ``HLTM_*`` / ``OPENAI_*`` variables, then explicit overrides."""
+        env = os.environ
+        values: dict[str, object] = {
+            "home": resolve_home(home),
+            "engine": env.get("HLTM_ENGINE") or "extractive",
+            "embedder": env.get("HLTM_EMBEDDER") or "local",
+            "base_url": env.get("OPENAI_BASE_URL") or None,
+            "api_key": env.get("OPENAI_API_KEY") or None,
+            "chat_model": env.get("HLTM_CHAT_MODEL") or None,
+            "embed_model": env.get("HLTM_EMBED_MODEL") or None,
+            "azure_api_version": env.get("OPENAI_API_VERSION") or None,
+        }
+        if env.get("HLTM_CONCURRENCY"):
+            values["concurrency"] = int(env["HLTM_CONCURRENCY"])
+        if env.get("HLTM_TIMEOUT_S"):
+            values["timeout_s"] = float(env["HLTM_TIMEOUT_S"])
+        if env.get("HLTM_MAX_RETRIES"):
+            values["max_retries"] = int(env["HLTM_MAX_RETRIES"])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_home(self, home: Path) -> Settings:
+        """A copy pointing at another home."""
+        return replace(self, home=Path(home).resolve())
+
+    # -- layout of the home --------------------------------------------------------------
+    @property
+    def duckdb_path(self) -> Path:
+        return self.home / "hltm.duckdb"
+
+    @property
+    def lancedb_path(self) -> Path:
+        return self.home / "lancedb"
+
+    @property
+    def cache_path(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def dagster_path(self) -> Path:
+        return self.home / "dagster"

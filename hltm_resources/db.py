@@ -1,0 +1,135 @@
+"""The DuckDB file of a home: source-of-truth tables, memory tables, public views, query log.
+
+DuckDB lets one process write a file at a time, and a writer also keeps readers in other
+processes out. Every access here is therefore short: connect, do the work, close. When another
+process holds the lock, :func:`connect` retries with backoff until ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS hltm_meta (key VARCHAR, value VARCHAR);
+CREATE TABLE IF NOT EXISTS sot_accounts (account_id VARCHAR NOT NULL, name VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS sot_seats (
+    seat_id VARCHAR NOT NULL, account_id VARCHAR NOT NULL, name VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS sot_projects (
+    project_id VARCHAR NOT NULL, seat_id VARCHAR NOT NULL, name VARCHAR NOT NULL,
+    updated_at VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS sot_documents (
+    doc_id VARCHAR NOT NULL, project_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
+    text VARCHAR NOT NULL, updated_at VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS sot_loads (
+    load_id INTEGER, loaded_at TIMESTAMP, source VARCHAR, accounts INTEGER, seats INTEGER,
+    projects INTEGER, documents INTEGER, added INTEGER, changed INTEGER, deleted INTEGER,
+    moved INTEGER);
+CREATE TABLE IF NOT EXISTS mem_nodes (
+    node_id VARCHAR NOT NULL, level VARCHAR NOT NULL, name VARCHAR, parent_id VARCHAR,
+    path VARCHAR NOT NULL, input_hash VARCHAR NOT NULL, memory_hash VARCHAR NOT NULL,
+    engine VARCHAR NOT NULL, embed_model VARCHAR NOT NULL, hints_version INTEGER NOT NULL,
+    leaf_count INTEGER NOT NULL, doc_count INTEGER NOT NULL, built_at TIMESTAMP NOT NULL);
+CREATE TABLE IF NOT EXISTS mem_facets (
+    node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL,
+    support INTEGER NOT NULL, source_ids VARCHAR[] NOT NULL);
+CREATE TABLE IF NOT EXISTS mem_qa (
+    node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, question VARCHAR NOT NULL,
+    answer VARCHAR NOT NULL, source_ids VARCHAR[] NOT NULL);
+CREATE TABLE IF NOT EXISTS mem_summaries (
+    node_id VARCHAR NOT NULL, detailed VARCHAR NOT NULL, concise VARCHAR NOT NULL,
+    source_ids VARCHAR[] NOT NULL);
+CREATE TABLE IF NOT EXISTS query_log (
+    query_id VARCHAR, asked_at TIMESTAMP NOT NULL, scope VARCHAR NOT NULL,
+    question VARCHAR NOT NULL, references_ VARCHAR[] NOT NULL, latency_ms DOUBLE NOT NULL,
+    matched_keys VARCHAR[], kind VARCHAR, engine VARCHAR);
+CREATE OR REPLACE VIEW memory_nodes AS
+    SELECT node_id, level, parent_id, path, input_hash, engine, built_at, name, memory_hash,
+           embed_model, hints_version, leaf_count, doc_count
+    FROM mem_nodes;
+CREATE OR REPLACE VIEW memory_facets AS
+    SELECT node_id, key, value, support, source_ids FROM mem_facets;
+CREATE OR REPLACE VIEW memory_qa AS
+    SELECT node_id, question, answer, source_ids FROM mem_qa;
+CREATE OR REPLACE VIEW memory_summaries AS
+    SELECT node_id, detailed, concise, source_ids FROM mem_summaries;
+"""
+
+
+class StoreBusyError(RuntimeError):
+    """Another process kept the DuckDB file locked for longer than the timeout."""
+
+
+class NoMemoryError(FileNotFoundError):
+    """The home has no DuckDB file yet."""
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text or "conflicting" in text or "already open" in text
+
+
+@contextmanager
+def connect(path: Path, read_only: bool = False,
+            timeout_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short-lived connection; waits (with backoff) while another process holds the lock."""
+    path = Path(path)
+    if read_only and not path.exists():
+        raise NoMemoryError(
+            f"no memory store at {path}: load a snapshot first (hltm --home {path.parent} "
+            "load DIR)"
+        )
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if not _is_lock_error(exc) or time.monotonic() >= deadline:
+                if _is_lock_error(exc):
+                    raise StoreBusyError(
+                        f"{path} stayed locked by another process for {timeout_s:.0f} s "
+                        "(a running index or load?); try again when it finishes"
+                    ) from exc
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.5)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def init_schema(path: Path) -> None:
+    """Create tables and views if missing (idempotent)."""
+    with connect(path) as con:
+        con.execute(SCHEMA)
+        row = con.execute("SELECT value FROM hltm_meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            con.execute("INSERT INTO hltm_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{path} has schema version {row[0]}, this HLTM expects {SCHEMA_VERSION}"
+            )
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT, or ROLLBACK on any error."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

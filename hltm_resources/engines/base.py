@@ -1,0 +1,198 @@
+"""The interface of the memory "agents" and the data they exchange with the query path.
+
+One implementation is deterministic and extractive (no model); another calls an
+OpenAI-compatible endpoint. Assets and the query module only ever see :class:`MemoryAgents`.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
+
+
+@dataclass(frozen=True)
+class Hints:
+    """Adaptation hints mined from the query log (version 0 means none)."""
+
+    version: int = 0
+    patterns: tuple[str, ...] = ()
+    facet_names: tuple[str, ...] = ()
+
+
+@dataclass
+class Usage:
+    """Counts of agent work: calls per agent, LLM calls and tokens, cache hits."""
+
+    engine_calls: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    token_encoding: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for key, value in counts.items():
+                setattr(self, key, getattr(self, key) + value)
+
+    def snapshot(self) -> dict[str, int | str | None]:
+        with self._lock:
+            return {
+                "engine_calls": self.engine_calls,
+                "llm_calls": self.llm_calls,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cache_hits": self.cache_hits,
+                "retries": self.retries,
+                "token_encoding": self.token_encoding,
+            }
+
+
+@dataclass(frozen=True)
+class MicroQuery:
+    """A facet micro-query parsed from a question; ``value`` is None for key-only queries."""
+
+    key: str
+    value: str | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.key}: {self.value}" if self.value else self.key.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """What a question asks: its style, micro-queries, target keys and unmatched constraints."""
+
+    kind: str  # "summary" | "retrieval"
+    micro: tuple[MicroQuery, ...] = ()
+    target_keys: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
+
+
+@dataclass
+class ScopeVocabulary:
+    """The facet keys and values that exist inside one scope (never outside it)."""
+
+    values: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted(self.values)
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One retrieved memory item with its score and provenance."""
+
+    view: str
+    node_id: str
+    level: str
+    score: float
+    text: str
+    answer: str | None = None
+    detailed: str | None = None
+    key: str | None = None
+    value: str | None = None
+    support: int | None = None
+    source_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """A node returned by the facet retriever: its score, leaf count and facets."""
+
+    node_id: str
+    level: str
+    name: str
+    score: float
+    leaf_count: int
+    facets: tuple[ContextItem, ...]
+    best: tuple[float, ...] = ()  # best cosine per micro-query, in parse order
+
+
+@dataclass
+class RetrievedContext:
+    """Everything the answer agent may use: nothing outside ``scope`` ever gets in."""
+
+    scope: str
+    question: str
+    parsed: ParsedQuery
+    facets: list[NodeContext]
+    qa: list[ContextItem]
+    summaries: list[ContextItem]
+
+    def node_ids(self) -> set[str]:
+        ids = {n.node_id for n in self.facets}
+        ids.update(i.node_id for i in self.qa)
+        ids.update(i.node_id for i in self.summaries)
+        return ids
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer agent's output: text, ranked node-id citations and a rationale."""
+
+    answer: str
+    references: tuple[str, ...]
+    rationale: str
+
+
+class MemoryAgents(ABC):
+    """Facet extraction, QA generation, summarization, aggregation, query parsing, answering."""
+
+    #: Identifies the engine and its prompt/template version; part of every input hash.
+    engine_id: str = "abstract"
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+
+    # -- indexing ------------------------------------------------------------------------
+    @abstractmethod
+    def extract_facets(
+        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
+    ) -> list[Facet]:
+        """Facets of a leaf from its documents."""
+
+    @abstractmethod
+    def generate_qa(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> list[QAPair]:
+        """Answerable question-answer pairs of a leaf."""
+
+    @abstractmethod
+    def summarize(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> Summary:
+        """A detailed paragraph and a one-sentence summary of a leaf."""
+
+    @abstractmethod
+    def aggregate(
+        self,
+        node: NodeInfo,
+        children: Sequence[tuple[NodeInfo, Memory]],
+        hints: Hints,
+    ) -> Memory:
+        """A parent's memory from its children's memories."""
+
+    def build_leaf(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> Memory:
+        """A leaf's memory: facets, then QA pairs and summary."""
+        facets = self.extract_facets(node, docs, hints)
+        qa = self.generate_qa(node, docs, facets, hints)
+        summary = self.summarize(node, docs, facets, hints)
+        return Memory(node.node_id, node.level, tuple(facets), tuple(qa), summary, leaf_count=1)
+
+    # -- serving -------------------------------------------------------------------------
+    @abstractmethod
+    def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
+        """Micro-queries and style of a question, against the scope's vocabulary."""
+
+    @abstractmethod
+    def answer(self, context: RetrievedContext) -> Answer:
+        """An answer citing node ids that are in ``context``."""

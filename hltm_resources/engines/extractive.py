@@ -1,0 +1,330 @@
+"""The deterministic extractive engine: every agent, no model, byte-identical output.
+
+Leaves: facets from :mod:`~hltm_resources.engines.extract`, QA pairs from templates over those
+facets and the candidate feedback, summaries stitched from facts and the first prose sentences.
+Parents: facet distributions with support counts, pruned of rare values, plus templated QA and
+summaries over them. Serving: micro-queries from the scope's own vocabulary, extractive answers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from hltm_resources.engines import patterns
+from hltm_resources.engines.base import (
+    Answer,
+    Hints,
+    MemoryAgents,
+    ParsedQuery,
+    RetrievedContext,
+    ScopeVocabulary,
+)
+from hltm_resources.engines.extract import (
+    KEY_ORDER,
+    MULTI_KEYS,
+    collapse_text,
+    document_facets,
+    feedback_event,
+    key_rank,
+    reconcile,
+)
+from hltm_resources.engines.serving import answer_extractively, parse_question
+from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
+from hltm_resources.text import (
+    article,
+    fold,
+    humanize_key,
+    join_human,
+    key_label,
+    plural_s,
+    sentences,
+)
+
+#: Bump when templates or rules change: it is part of every node's input hash.
+EXTRACTIVE_VERSION = "extractive-v1"
+MAX_LEAF_QA = 10
+MAX_PARENT_QA = 10
+MAX_VALUES_PER_KEY = 8
+
+_LEAF_QA = {
+    "title": "What role is the {p} project hiring for?",
+    "location": "Where is the {p} role located?",
+    "workplace_type": "Is the {p} role remote, hybrid or on-site?",
+    "skill": "Which skills does the {p} role require?",
+    "preferred_skill": "Which skills are nice to have for the {p} role?",
+    "rejection_reason": "Why were candidates rejected in the {p} project?",
+    "seniority": "What seniority level is the {p} role?",
+    "department": "Which department is the {p} project hiring for?",
+    "employment_type": "What employment type is the {p} role?",
+    "salary_range": "What is the salary range of the {p} role?",
+}
+_PARENT_QA = {
+    "title": "What roles does {n} hire for most often?",
+    "location": "Where are {n}'s jobs usually located?",
+    "workplace_type": "Are {n}'s roles usually remote, hybrid or on-site?",
+    "skill": "Which skills do {n}'s openings most often require?",
+    "rejection_reason": "What are the most common reasons {n} rejects candidates?",
+    "seniority": "What seniority levels does {n} usually hire for?",
+    "department": "Which departments does {n} hire for most often?",
+    "employment_type": "What employment types does {n} usually hire for?",
+}
+def distribution(facets: Sequence[Facet], key: str, total: int, limit: int = 5) -> str:
+    """``Dublin, Ireland (9 of 12 projects); Lisbon (2 of 12)`` for one key."""
+    items = sorted((f for f in facets if f.key == key), key=lambda f: (-f.support, fold(f.value)))
+    parts = []
+    for i, f in enumerate(items[:limit]):
+        unit = " projects" if i == 0 else ""
+        parts.append(f"{f.value} ({f.support} of {total}{unit})")
+    return "; ".join(parts)
+
+
+class ExtractiveAgents(MemoryAgents):
+    """All memory agents as deterministic extraction and templates."""
+
+    engine_id = EXTRACTIVE_VERSION
+
+    # -- leaves --------------------------------------------------------------------------
+    def extract_facets(
+        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
+    ) -> list[Facet]:
+        self.usage.add(engine_calls=1)
+        raw = [f for doc in sorted(docs, key=lambda d: d.doc_id) for f in document_facets(doc)]
+        facets = reconcile(raw, emphasized=hints.facet_names)
+        if not facets:
+            kinds = sorted({d.kind for d in docs})
+            facets = [
+                Facet("document_count", str(len(docs)), 1, tuple(sorted(d.doc_id for d in docs)))
+            ]
+            if kinds:
+                facets.append(Facet("document_kinds", ", ".join(kinds), 1,
+                                    tuple(sorted(d.doc_id for d in docs))))
+        return facets
+
+    def generate_qa(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> list[QAPair]:
+        self.usage.add(engine_calls=1)
+        by_key = _group(facets)
+        qa: list[QAPair] = []
+        qa.extend(patterns.leaf_pattern_qa(node, by_key, hints))
+        for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
+            items = by_key[key]
+            values = [f.value for f in items]
+            sources = tuple(sorted({s for f in items for s in f.source_ids}))
+            template = _LEAF_QA.get(key, "What is the {k} of the {p} project?")
+            answer = join_human(values) if key in MULTI_KEYS else values[0]
+            if key == "title" and "seniority" in by_key:
+                answer = f"{by_key['seniority'][0].value} {answer}"
+            if key == "location" and "workplace_type" in by_key:
+                answer = f"{answer} ({by_key['workplace_type'][0].value})"
+            if key == "rejection_reason":
+                answer = "; ".join(values)
+            qa.append(QAPair(template.format(p=node.name, k=humanize_key(key)), answer, sources))
+        for doc in sorted(docs, key=lambda d: d.doc_id):
+            event = feedback_event(doc)
+            if event and event.rejected and event.reason and event.candidate:
+                qa.append(QAPair(f"Why was {event.candidate} rejected for the {node.name} role?",
+                                 event.reason, (doc.doc_id,)))
+        if not qa:
+            qa.append(QAPair(f"How many documents does the {node.name} project have?",
+                             str(len(docs)), tuple(sorted(d.doc_id for d in docs))))
+        return _dedupe_qa(qa)[:MAX_LEAF_QA]
+
+    def summarize(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> Summary:
+        self.usage.add(engine_calls=1)
+        by_key = _group(facets)
+        one = {k: v[0].value for k, v in by_key.items()}
+        role = " ".join(x for x in (one.get("seniority"), one.get("title")) if x)
+        where = one.get("location")
+        how = one.get("workplace_type")
+        skills = [f.value for f in by_key.get("skill", [])][:4]
+        prose = _first_prose(docs)
+        if role or where:
+            concise = f"{node.name}: hiring " + (f"{article(role)} {role}" if role else "a role")
+            concise += f" in {where}" if where else ""
+            concise += f" ({how})" if how else ""
+            concise += f", requiring {join_human(skills)}." if skills else "."
+        else:
+            concise = collapse_text(prose[0], 200) if prose else f"{node.name}: no details yet."
+        parts = [f"Project {node.name} ({node.node_id})"]
+        if role or where:
+            parts[0] += " is hiring " + (f"{article(role)} {role}" if role else "for a role")
+            parts[0] += f" in {where}" if where else ""
+            parts[0] += f", {how}" if how else ""
+        parts[0] += "."
+        if skills:
+            parts.append(f"Required skills: {join_human([f.value for f in by_key['skill']])}.")
+        if "preferred_skill" in by_key:
+            nice = join_human([f.value for f in by_key["preferred_skill"]])
+            parts.append(f"Nice to have: {nice}.")
+        if "rejection_reason" in by_key:
+            reasons = "; ".join(f.value for f in by_key["rejection_reason"])
+            parts.append(f"Candidates were rejected for: {reasons}.")
+        shown = {"seniority", "title", "location", "workplace_type", "skill", "preferred_skill",
+                 "rejection_reason"}
+        other = [f"{humanize_key(k)}: {v[0].value}" for k, v in by_key.items() if k not in shown]
+        if other:
+            parts.append("Other facts: " + "; ".join(other[:8]) + ".")
+        if prose:
+            parts.append("From the documents: " + collapse_text(" ".join(prose[:2]), 400))
+        sources = tuple(sorted(d.doc_id for d in docs))
+        if sources:
+            parts.append(f"Sources: {', '.join(sources)}.")
+        return Summary(" ".join(parts), concise, sources)
+
+    # -- parents -------------------------------------------------------------------------
+    def aggregate(
+        self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]], hints: Hints
+    ) -> Memory:
+        self.usage.add(engine_calls=1)
+        children = sorted(children, key=lambda c: c[0].node_id)
+        total = sum(m.leaf_count for _, m in children)
+        child_ids = tuple(info.node_id for info, _ in children)
+        facets = merge_child_facets(children, total, hints)
+        facets.append(Facet("project_count", str(total), total, child_ids))
+        qa = self._parent_qa(node, children, facets, total, hints)
+        summary = self._parent_summary(node, children, facets, total)
+        return Memory(node.node_id, node.level, tuple(facets), tuple(qa), summary, total)
+
+    def _parent_qa(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
+                   facets: list[Facet], total: int, hints: Hints) -> list[QAPair]:
+        by_key = _group(facets)
+        qa = list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
+        for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
+            if key == "project_count":
+                continue
+            template = _PARENT_QA.get(key, "What are the most common {k} across {n}'s projects?")
+            sources = tuple(sorted({s for f in by_key[key] for s in f.source_ids}))
+            qa.append(QAPair(template.format(n=node.name, k=key_label(key)),
+                             distribution(facets, key, total), sources))
+        names = {c.node_id: c.name for c, _ in children}
+        for key in ("title", "location", "skill"):
+            for f in sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))[:1]:
+                listed = join_human(f"{names[s]} ({s})" for s in f.source_ids if s in names)
+                if node.level == "seat":
+                    question = {"title": "Which {n} projects were for {v} roles?",
+                                "location": "Which {n} projects were located in {v}?",
+                                "skill": "Which {n} projects required {v}?"}[key]
+                else:
+                    question = {"title": "Which recruiters at {n} hire for {v} roles?",
+                                "location": "Which recruiters at {n} hire in {v}?",
+                                "skill": "Which recruiters at {n} need {v} in their openings?"
+                                }[key]
+                qa.append(QAPair(question.format(n=node.name, v=f.value), listed, f.source_ids))
+        qa.append(QAPair(f"How many projects does {node.name} have?", str(total), tuple(
+            info.node_id for info, _ in children)))
+        return _dedupe_qa(qa)[:MAX_PARENT_QA]
+
+    def _parent_summary(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
+                        facets: list[Facet], total: int) -> Summary:
+        by_key = _group(facets)
+        child_ids = tuple(info.node_id for info, _ in children)
+        kind = "recruiter" if node.level == "seat" else "organization"
+        if total == 0:
+            text = f"{node.name} ({node.node_id}) has no projects yet."
+            return Summary(text, f"{node.name}: no projects yet.", child_ids)
+
+        def top(key: str) -> str | None:
+            items = sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))
+            return items[0].value if items else None
+
+        title, where, how = top("title"), top("location"), top("workplace_type")
+        projects = plural_s(total, "project")
+        if title or where:
+            concise = f"{node.name} mostly hires " + (f"{title} roles" if title else "for roles")
+            concise += f" in {where}" if where else ""
+            concise += f", usually {how}" if how else ""
+            concise += f" ({projects})."
+        else:
+            concise = f"{node.name} is {article(kind)} {kind} with {projects}."
+        parts = [f"{node.name} ({node.node_id}) is {article(kind)} {kind} with {projects}"]
+        if node.level == "account":
+            parts[0] += f" across {plural_s(len(children), 'recruiter')}"
+        parts[0] += "."
+        for key in sorted(by_key, key=key_rank):
+            if key != "project_count":
+                parts.append(f"{key_label(key).capitalize()}: {distribution(facets, key, total)}.")
+        highlights = [m.summary.concise for _, m in children][:12]
+        if highlights:
+            parts.append("Highlights: " + " ".join(collapse_text(h, 160) for h in highlights))
+        return Summary(" ".join(parts), concise, child_ids)
+
+    # -- serving -------------------------------------------------------------------------
+    def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
+        return parse_question(question, vocabulary)
+
+    def answer(self, context: RetrievedContext) -> Answer:
+        return answer_extractively(context)
+
+
+def merge_child_facets(children: Sequence[tuple[NodeInfo, Memory]], total: int,
+                       hints: Hints) -> list[Facet]:
+    """Group equal values across children, sum their support and prune rare ones.
+
+    A value survives when it is backed by at least two projects (one for nodes of fewer than
+    five projects, or keys the adaptation hints emphasize); each key keeps its most supported
+    values only, at most :data:`MAX_VALUES_PER_KEY`.
+    """
+    support: dict[tuple[str, str], int] = Counter()
+    forms: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    sources: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for info, memory in children:
+        for f in memory.facets:
+            if f.key in ("project_count", "document_count", "document_kinds"):
+                continue
+            ident = (f.key, fold(f.value))
+            support[ident] += f.support
+            forms[ident][f.value] += f.support
+            sources[ident].add(info.node_id)
+    by_key: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for ident in support:
+        by_key[ident[0]].append(ident)
+    out: list[Facet] = []
+    emphasized = set(hints.facet_names)
+    for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
+        idents = sorted(by_key[key], key=lambda i: (-support[i], i[1]))
+        min_support = 1 if total < 5 or key in emphasized else 2
+        kept = [i for i in idents if support[i] >= min_support][:MAX_VALUES_PER_KEY]
+        for ident in kept:
+            display = sorted(forms[ident].items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            out.append(Facet(key, display, support[ident], tuple(sorted(sources[ident]))))
+    return out
+
+
+def _group(facets: Sequence[Facet]) -> dict[str, list[Facet]]:
+    by_key: dict[str, list[Facet]] = defaultdict(list)
+    for f in facets:
+        by_key[f.key].append(f)
+    return dict(by_key)
+
+
+def _dedupe_qa(qa: list[QAPair]) -> list[QAPair]:
+    seen: set[str] = set()
+    out = []
+    for pair in qa:
+        if pair.question not in seen and pair.answer:
+            seen.add(pair.question)
+            out.append(pair)
+    return out
+
+
+def _first_prose(docs: Sequence[Document]) -> list[str]:
+    """Sentences of the documents that are prose (not JSON, not key-value lists)."""
+    out: list[str] = []
+    for doc in sorted(docs, key=lambda d: (d.kind != "brief", d.doc_id)):
+        text = doc.text.strip()
+        if text.startswith("{"):
+            continue
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if lines and sum(":" in ln[:45] for ln in lines) * 2 >= len(lines) and len(lines) > 1:
+            continue
+        out.extend(sentences(text))
+        if len(out) >= 3:
+            break
+    return out
+
+
+__all__ = ["ExtractiveAgents", "EXTRACTIVE_VERSION", "KEY_ORDER", "distribution", "key_label"]

@@ -1,0 +1,271 @@
+"""Offline query parsing and extractive answering (the serving half of the extractive engine).
+
+Parsing never looks outside the scope: micro-queries come from matching the question against
+the facet keys and values that exist in the scope. A constraint the question states but the
+scope does not hold (say, a title only other recruiters hire for) is reported as unmatched, and
+the answer is then "none in scope" with no references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+from hltm_resources.engines.base import (
+    Answer,
+    MicroQuery,
+    NodeContext,
+    ParsedQuery,
+    RetrievedContext,
+    ScopeVocabulary,
+)
+from hltm_resources.text import (
+    STOPWORDS,
+    content_tokens,
+    fold,
+    humanize_key,
+    join_human,
+    key_label,
+    plural_s,
+)
+
+#: A leaf matches a valued micro-query when its best facet cosine reaches this.
+MATCH_COSINE = 0.9
+LEVEL_RANK = {"account": 0, "seat": 1, "project": 2}
+
+_RETRIEVAL = re.compile(
+    r"\b(?:(?:which|what)\s+(?:of\s+)?(?:my|our|the|his|her|their|these|those)?\s*"
+    r"(?:\w+\s+)?(?:searches|projects|openings|requisitions|reqs|jobs|positions|postings|"
+    r"hiring projects|vacancies)|in which\s+(?:\w+\s+)?(?:searches|projects|openings|roles|"
+    r"requisitions|jobs)|list\s+(?:all\s+|the\s+|my\s+)*(?:projects|searches|openings)|"
+    r"(?:find|show)(?: me)?\s+(?:all\s+|the\s+|my\s+)*(?:projects|searches|openings))\b",
+    re.I,
+)
+_SUMMARY_MARKERS = re.compile(
+    r"\b(most often|usually|typically|most common|mostly|generally|tend to|top|preferences?|"
+    r"what kinds?|how often|on average|overall)\b",
+    re.I,
+)
+_KEY_WORDS: dict[str, tuple[str, ...]] = {
+    "title": ("what roles", "which roles", "kinds of roles", "kind of roles", "types of roles",
+              "title", "titles", "hire for", "hires for", "hiring for", "what positions",
+              "which positions", "job title", "job titles"),
+    "location": ("where", "located", "location", "locations", "city", "cities", "based",
+                 "office", "offices"),
+    "workplace_type": ("remote", "hybrid", "on-site", "onsite", "workplace", "work arrangement",
+                       "in office", "in-office"),
+    "skill": ("skill", "skills", "require", "required", "requires", "requiring", "requirement",
+              "requirements", "technologies", "tech stack", "must have", "must-have"),
+    "rejection_reason": ("reject", "rejected", "rejects", "rejection", "rejections",
+                         "turned down", "declined", "passed on", "why not"),
+    "seniority": ("seniority", "senior", "junior", "level", "levels"),
+    "department": ("department", "departments", "team", "teams"),
+}
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("title", re.compile(r"\bfor\s+(?:an?\s+)?(.+?)\s+(?:roles?|positions?|jobs?|openings?)\b",
+                         re.I)),
+    ("location", re.compile(r"\b(?:in|located in|based in|at)\s+([A-Z][\w'.-]*(?:(?:,\s*|\s+)"
+                            r"[A-Z][\w'.-]*){0,3})")),
+    ("skill", re.compile(r"\brequir(?:ed|es|e|ing)\s+(.+?)\s*(?:\?|$|\bin\b|\bfor\b)", re.I)),
+    ("rejection_reason", re.compile(r"\bbecause(?:\s+of)?\s+(.+?)\s*(?:\?|$)", re.I)),
+)
+_GENERIC_SLOT_WORDS = frozenset({"my", "our", "the", "this", "that", "which", "what"})
+
+
+def question_kind(question: str) -> str:
+    """``retrieval`` for "which of my projects ..." questions, else ``summary``."""
+    if _RETRIEVAL.search(question) and not _SUMMARY_MARKERS.search(question):
+        return "retrieval"
+    return "summary"
+
+
+def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
+    """How well a facet value is stated in the question (0 when it is not)."""
+    folded = fold(value)
+    if not folded:
+        return 0.0
+    if re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?![a-z0-9])", q_folded):
+        return 1.0 + len(folded) / 1000.0
+    v_tokens = [t for t in folded.split() if t not in STOPWORDS]
+    if len(v_tokens) < 3:
+        return 0.0
+    present = sum(1 for t in v_tokens if t in q_tokens)
+    share = present / len(v_tokens)
+    return share if share >= 0.75 else 0.0
+
+
+def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
+    """Micro-queries for ``question`` built from the scope's own keys and values."""
+    q_folded = fold(question)
+    q_tokens = q_folded.split()
+    kind = question_kind(question)
+    # Values stated in the question, longest first, without overlapping spans of one key.
+    matched: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for key, values in vocabulary.values.items():
+        if key == "project_count":
+            continue
+        for value in values:
+            score = _value_matches(value, q_tokens, q_folded)
+            if score:
+                matched[key].append((score, value))
+    micro: list[MicroQuery] = []
+    used_spans: list[str] = []
+    for key in sorted(matched, key=lambda k: -max(s for s, _ in matched[k])):
+        for _, value in sorted(matched[key], key=lambda sv: (-len(fold(sv[1])), sv[1])):
+            folded = fold(value)
+            if any(folded in span for span in used_spans):
+                continue
+            used_spans.append(folded)
+            micro.append(MicroQuery(key, value))
+    if kind == "summary":
+        # "remote, hybrid or on-site?" lists the options of one key: that key is the target.
+        listed = {k for k, n in Counter(m.key for m in micro).items() if n >= 2}
+        micro = [m for m in micro if m.key not in listed]
+    else:
+        listed = set()
+    valued_keys = {m.key for m in micro}
+    # Keys the question asks about without a value ("where", "which skills").
+    targets: list[str] = sorted(listed)
+    for key, words in _KEY_WORDS.items():
+        if key in targets:
+            continue
+        if any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", question.lower()) for w in words):
+            if key in vocabulary.values or key in ("title", "location"):
+                targets.append(key)
+    for key in vocabulary.values:
+        label = humanize_key(key)
+        if key not in targets and len(label) > 3 and re.search(rf"\b{re.escape(label)}", q_folded):
+            targets.append(key)
+    if kind == "retrieval":
+        targets = [k for k in targets if k not in valued_keys]
+    else:
+        # A summary question names what it wants; valued keys are its filters.
+        targets = [k for k in targets if k not in valued_keys] or targets
+    for key in targets:
+        if kind == "summary" and key not in valued_keys:
+            micro.append(MicroQuery(key, None))
+    # Constraints stated in the question that the scope does not hold.
+    unmatched: list[str] = []
+    for key, pattern in _SLOTS:
+        m = pattern.search(question)
+        if not m:
+            continue
+        slot = m.group(1).strip(" ?.,")
+        slot_tokens = [t for t in content_tokens(slot) if t not in _GENERIC_SLOT_WORDS]
+        if not slot_tokens or key in valued_keys:
+            continue
+        if any(set(content_tokens(v.value or "")) & set(slot_tokens) for v in micro if v.value):
+            continue
+        if kind == "retrieval" or key in ("title", "skill"):
+            unmatched.append(f"{humanize_key(key)}: {slot}")
+    return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
+
+
+def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
+    valued = [i for i, m in enumerate(context.parsed.micro) if m.value]
+    if not valued:
+        return []
+    return [
+        n for n in context.facets
+        if n.level == "project" and all(n.best[i] >= MATCH_COSINE for i in valued)
+    ]
+
+
+def _constraint_text(parsed: ParsedQuery) -> str:
+    return join_human(f"{humanize_key(m.key)} {m.value}" for m in parsed.micro if m.value)
+
+
+def answer_extractively(context: RetrievedContext) -> Answer:
+    """Answer from retrieved memory alone; references are node ids of the context."""
+    parsed = context.parsed
+    if parsed.unmatched:
+        what = "; ".join(parsed.unmatched)
+        return Answer(
+            f"None in scope: nothing under {context.scope} matches {what}.",
+            (),
+            f"The question asks for {what}, which no memory inside {context.scope} holds.",
+        )
+    if parsed.kind == "retrieval":
+        return _answer_retrieval(context)
+    return _answer_summary(context)
+
+
+def _answer_retrieval(context: RetrievedContext) -> Answer:
+    parsed = context.parsed
+    leaves = _matching_leaves(context)
+    if not any(m.value for m in parsed.micro):
+        return Answer(
+            f"I could not tell which projects under {context.scope} the question asks for.",
+            (),
+            "No facet value of this scope is stated in the question.",
+        )
+    what = _constraint_text(parsed)
+    if not leaves:
+        return Answer(f"None in scope: no project under {context.scope} matches {what}.", (),
+                      "No leaf in the retrieved facets matches every constraint.")
+    listed = join_human(f"{n.name} ({n.node_id})" for n in leaves)
+    noun = "project matches" if len(leaves) == 1 else "projects match"
+    return Answer(
+        f"{len(leaves)} {noun} {what}: {listed}.",
+        tuple(n.node_id for n in leaves),
+        f"Leaves whose facets match every micro-query ({what}) with cosine >= {MATCH_COSINE}.",
+    )
+
+
+def _answer_summary(context: RetrievedContext) -> Answer:
+    parsed = context.parsed
+    targets = [k for k in parsed.target_keys] or [m.key for m in parsed.micro if not m.value]
+    filters = [m for m in parsed.micro if m.value and m.key not in targets]
+    if targets and filters:
+        leaves = _matching_leaves(context)
+        if leaves:
+            return _distribution_over(context, leaves, targets, filters)
+    for key in targets:
+        node = _best_aggregate(context, key)
+        if node is not None:
+            facets = sorted((f for f in node.facets if f.key == key),
+                            key=lambda f: (-(f.support or 0), fold(f.value or "")))
+            shown = "; ".join(f"{f.value} ({f.support} of {node.leaf_count})" for f in facets[:5])
+            label = key_label(key)
+            return Answer(
+                f"Most common {label} in {node.name} ({plural_s(node.leaf_count, 'project')}): "
+                f"{shown}.",
+                (node.node_id,),
+                f"Aggregated {label} facets of {node.node_id}, with support counts.",
+            )
+    if context.qa and context.qa[0].score >= 0.6:
+        item = context.qa[0]
+        return Answer(item.answer or "", (item.node_id,),
+                      f"Closest answerable question: {item.text!r} (cosine {item.score:.2f}).")
+    if context.summaries:
+        item = sorted(context.summaries, key=lambda s: (LEVEL_RANK[s.level], -s.score))[0]
+        return Answer(item.text, (item.node_id,), "Summary of the broadest node in the context.")
+    return Answer(f"Nothing in memory under {context.scope} answers this.", (),
+                  "The retrieved context is empty.")
+
+
+def _best_aggregate(context: RetrievedContext, key: str) -> NodeContext | None:
+    """The broadest node of the context that has facets for ``key``."""
+    nodes = [n for n in context.facets if any(f.key == key for f in n.facets)]
+    if not nodes:
+        return None
+    return sorted(nodes, key=lambda n: (LEVEL_RANK[n.level], -n.leaf_count, -n.score))[0]
+
+
+def _distribution_over(context: RetrievedContext, leaves: list[NodeContext], targets: list[str],
+                       filters: list[MicroQuery]) -> Answer:
+    key = targets[0]
+    counts: Counter[str] = Counter()
+    for leaf in leaves:
+        for value in {f.value for f in leaf.facets if f.key == key and f.value}:
+            counts[value] += 1
+    what = join_human(f"{humanize_key(m.key)} {m.value}" for m in filters)
+    if not counts:
+        return Answer(f"The {len(leaves)} projects matching {what} do not state a "
+                      f"{humanize_key(key)}.", tuple(n.node_id for n in leaves),
+                      "Matching leaves have no facet for the asked key.")
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+    shown = "; ".join(f"{v} ({c} of {len(leaves)})" for v, c in ranked[:5])
+    return Answer(f"For projects matching {what}, the most common {key_label(key)}: {shown}.",
+                  tuple(n.node_id for n in leaves),
+                  f"Counted {humanize_key(key)} over the {len(leaves)} leaves matching {what}.")

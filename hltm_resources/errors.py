@@ -1,0 +1,29 @@
+"""Exceptions that the CLI reports in one line, without a traceback."""
+
+from __future__ import annotations
+
+from hltm_resources.config import ConfigError
+from hltm_resources.db import NoMemoryError, StoreBusyError
+from hltm_resources.embedding import EmbedderError
+from hltm_resources.ids import InvalidIdError
+from hltm_resources.indexer import StaleTopologyError
+from hltm_resources.sot import SnapshotError
+from hltm_resources.vectors import EmbeddingModelMismatch
+
+
+class ScopeError(ValueError):
+    """A query scope that is malformed or not in the tree."""
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ConfigError,
+    EmbedderError,
+    EmbeddingModelMismatch,
+    InvalidIdError,
+    NoMemoryError,
+    ScopeError,
+    SnapshotError,
+    StaleTopologyError,
+    StoreBusyError,
+    FileNotFoundError,
+)

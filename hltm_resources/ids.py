@@ -1,0 +1,75 @@
+"""Node ids (``account:<id>``, ``seat:<id>``, ``project:<id>``) and tree paths.
+
+Every id that reaches a store query goes through :func:`parse_node_id` or :func:`check_raw_id`
+first: raw ids are letters, digits and ``_ . @ -`` only, so they can never carry quotes, SQL or
+path tricks into a filter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+LEVELS: tuple[str, ...] = ("account", "seat", "project")
+PARENT_LEVEL = {"seat": "account", "project": "seat"}
+CHILD_LEVEL = {"account": "seat", "seat": "project"}
+MAX_ID_LEN = 128
+_RAW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}")
+
+
+class InvalidIdError(ValueError):
+    """An id or node id that is malformed or unsafe."""
+
+
+def is_raw_id(value: object) -> bool:
+    """True when ``value`` is a well-formed raw id (no level prefix)."""
+    return isinstance(value, str) and bool(_RAW_ID.fullmatch(value)) and ".." not in value
+
+
+def check_raw_id(value: object, what: str = "id") -> str:
+    """Return ``value`` if it is a well-formed raw id, else raise :class:`InvalidIdError`."""
+    if not is_raw_id(value):
+        shown = repr(value)[:80]
+        raise InvalidIdError(
+            f"{what} {shown} is not a valid id: use 1-{MAX_ID_LEN} characters from letters, "
+            "digits, '_', '.', '@' and '-', starting with a letter or digit, without '..'"
+        )
+    return value  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, order=True)
+class NodeId:
+    """A parsed node id."""
+
+    level: str
+    raw: str
+
+    def __str__(self) -> str:
+        return f"{self.level}:{self.raw}"
+
+
+def parse_node_id(value: object) -> NodeId:
+    """Parse ``level:id``; raise :class:`InvalidIdError` with a helpful message otherwise."""
+    if not isinstance(value, str) or ":" not in value:
+        raise InvalidIdError(
+            f"node id {repr(value)[:80]} is malformed: expected 'account:<id>', 'seat:<id>' "
+            "or 'project:<id>'"
+        )
+    level, raw = value.split(":", 1)
+    if level not in LEVELS:
+        raise InvalidIdError(
+            f"node id {value[:80]!r} has unknown level {level[:20]!r}: expected one of "
+            + ", ".join(LEVELS)
+        )
+    check_raw_id(raw, f"{level} id")
+    return NodeId(level, raw)
+
+
+def node_id(level: str, raw: str) -> str:
+    """Format a node id."""
+    return f"{level}:{raw}"
+
+
+def make_path(*raw_ids: str) -> str:
+    """Join raw ids into a tree path (``account/seat/project``)."""
+    return "/".join(raw_ids)

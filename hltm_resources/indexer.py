@@ -1,0 +1,378 @@
+"""Building memory: what needs rebuilding (the plan) and building a batch of nodes of one level.
+
+These are the plain functions the Dagster assets call. A leaf's input hash covers its name and
+documents; a parent's covers its name and its children's memory hashes. Both also cover the
+engine, the embedding model and the adaptation hints version, so changing any of them
+rebuilds exactly what it affects.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from hltm_resources import db
+from hltm_resources.config import Settings
+from hltm_resources.embedding import Embedder, make_embedder
+from hltm_resources.engines import Hints, MemoryAgents, make_agents
+from hltm_resources.hints import load_active_hints
+from hltm_resources.ids import LEVELS
+from hltm_resources.memory_store import (
+    INVALIDATED,
+    BuildMeta,
+    NodeState,
+    read_memories,
+    read_states,
+    write_memories,
+)
+from hltm_resources.models import Document, Memory, NodeInfo, stable_hash
+from hltm_resources.sot import Topology, read_documents, read_topology
+from hltm_resources.vectors import TABLES, VectorStore
+
+INPUT_HASH_VERSION = 1
+CHUNK = 48
+
+Progress = Callable[[int], None]
+
+
+class StaleTopologyError(RuntimeError):
+    """Dagster's partitions no longer match the source of truth."""
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    node_id: str
+    level: str
+    raw_id: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    """Nodes to build per level (in path order) and nodes to purge."""
+
+    build: dict[str, list[PlanItem]] = field(default_factory=lambda: {lv: [] for lv in LEVELS})
+    purge: list[str] = field(default_factory=list)
+    orphan_vectors: list[str] = field(default_factory=list)
+
+    def keys(self, level: str) -> list[str]:
+        return [i.raw_id for i in self.build[level]]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "leaves": len(self.build["project"]),
+            "seats": len(self.build["seat"]),
+            "accounts": len(self.build["account"]),
+            "purged": len(self.purge),
+        }
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.build.values()) and not self.purge and not self.orphan_vectors
+
+    def as_dict(self) -> dict:
+        return {
+            "build": {lv: [{"node_id": i.node_id, "reason": i.reason} for i in items]
+                      for lv, items in self.build.items()},
+            "purge": list(self.purge),
+            "orphan_vectors": list(self.orphan_vectors),
+            "counts": self.counts(),
+        }
+
+
+@dataclass
+class BuildReport:
+    """What building a batch of one level did."""
+
+    level: str
+    nodes: list[str] = field(default_factory=list)
+    facets: int = 0
+    qa: int = 0
+    summaries: int = 0
+    documents: int = 0
+    engine_s: float = 0.0
+    embed_s: float = 0.0
+    write_s: float = 0.0
+    embedded_texts: int = 0
+    usage: dict = field(default_factory=dict)
+    per_node: list[dict] = field(default_factory=list)
+
+    def metadata(self, engine_id: str, embed_model: str) -> dict:
+        meta = {
+            "nodes_built": len(self.nodes),
+            "facets": self.facets,
+            "qa_pairs": self.qa,
+            "summaries": self.summaries,
+            "source_documents": self.documents,
+            "engine": engine_id,
+            "embed_model": embed_model,
+            "engine_seconds": round(self.engine_s, 3),
+            "embed_seconds": round(self.embed_s, 3),
+            "write_seconds": round(self.write_s, 3),
+            "embedded_texts": self.embedded_texts,
+        }
+        meta.update({k: v for k, v in self.usage.items() if v is not None})
+        return meta
+
+
+class Indexer:
+    """Plans and builds memory for one home with one engine and one embedder."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        agents: MemoryAgents | None = None,
+        embedder: Embedder | None = None,
+        hints: Hints | None = None,
+    ):
+        self.settings = settings
+        self.agents = agents or make_agents(settings)
+        self.embedder = embedder or make_embedder(settings)
+        db.init_schema(settings.duckdb_path)
+        if hints is None:
+            with db.connect(settings.duckdb_path, read_only=True) as con:
+                hints = load_active_hints(con)
+        self.hints = hints
+        self.vectors = VectorStore(settings.lancedb_path, self.embedder.model_id,
+                                   self.embedder.dim)
+
+    # -- hashing -------------------------------------------------------------------------
+    def _fingerprint(self) -> dict:
+        return {"v": INPUT_HASH_VERSION, "engine": self.agents.engine_id,
+                "embed": self.embedder.model_id, "hints": self.hints.version}
+
+    def leaf_hash(self, node: NodeInfo, docs: Sequence[Document]) -> str:
+        payload = [[d.doc_id, d.kind, d.text, d.updated_at] for d in docs]
+        return stable_hash(self._fingerprint() | {"name": node.name, "docs": payload})
+
+    def parent_hash(self, node: NodeInfo, children: Sequence[NodeInfo],
+                    states: dict[str, NodeState]) -> str:
+        kids = [[c.node_id, states[c.node_id].memory_hash if c.node_id in states else None]
+                for c in sorted(children, key=lambda c: c.node_id)]
+        return stable_hash(self._fingerprint() | {"name": node.name, "children": kids})
+
+    # -- planning ------------------------------------------------------------------------
+    def plan(self, full: bool = False) -> Plan:
+        """What an index run must rebuild, and why, from the SOT and the stored hashes."""
+        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+            topo = read_topology(con)
+            states = read_states(con)
+            docs = read_documents(con, list(topo.projects))
+        plan = Plan()
+        leaf_dirty: set[str] = set()
+        for raw, node in topo.projects.items():
+            st = states.get(node.node_id)
+            reason = _reason(full, st, self.leaf_hash(node, docs[raw]), node)
+            if reason:
+                plan.build["project"].append(PlanItem(node.node_id, "project", raw, reason))
+                leaf_dirty.add(node.node_id)
+        known = {n.node_id for lv in LEVELS for n in topo.level(lv).values()}
+        plan.purge = sorted(n for n in states if n not in known)
+        vector_ids: set[str] = set()
+        for name in TABLES:
+            vector_ids |= self.vectors.node_ids(name)
+        live = {n for n, s in states.items() if s.input_hash != INVALIDATED}
+        plan.orphan_vectors = sorted(vector_ids - live - set(plan.purge))
+        dirty = set(leaf_dirty)
+        for level in ("seat", "account"):
+            for raw, node in topo.level(level).items():
+                st = states.get(node.node_id)
+                children = topo.children(node)
+                reason = _reason(full, st, None, node)
+                if not reason:
+                    reason = _child_reason(node, children, states, dirty)
+                if not reason and st.input_hash != self.parent_hash(node, children, states):
+                    reason = "inputs changed"
+                if reason:
+                    plan.build[level].append(PlanItem(node.node_id, level, raw, reason))
+                    dirty.add(node.node_id)
+        return plan
+
+    # -- building ------------------------------------------------------------------------
+    def build(self, level: str, raw_ids: Sequence[str], progress: Progress | None = None,
+              expected_children: Sequence[str] | None = None) -> BuildReport:
+        """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
+        report = BuildReport(level)
+        usage_before = self.agents.usage.snapshot()
+        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+            topo = read_topology(con)
+        nodes = _resolve(topo, level, raw_ids)
+        if expected_children is not None:
+            _check_children(topo, level, nodes, expected_children)
+        for start in range(0, len(nodes), CHUNK):
+            chunk = nodes[start : start + CHUNK]
+            self._build_chunk(topo, level, chunk, report, progress)
+        after = self.agents.usage.snapshot()
+        report.usage = {k: (after[k] - usage_before[k]) if isinstance(after[k], int) else after[k]
+                        for k in after}
+        return report
+
+    def _build_chunk(self, topo: Topology, level: str, chunk: list[NodeInfo],
+                     report: BuildReport, progress: Progress | None) -> None:
+        t0 = time.perf_counter()
+        items: list[tuple[NodeInfo, Memory, str, int]] = []
+        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+            if level == "project":
+                docs = read_documents(con, [n.raw_id for n in chunk])
+            else:
+                states = read_states(con)
+                kids = {n.node_id: topo.children(n) for n in chunk}
+                memories = read_memories(con, [c.node_id for cs in kids.values() for c in cs])
+        for node in chunk:
+            if level == "project":
+                node_docs = docs[node.raw_id]
+                memory = self.agents.build_leaf(node, node_docs, self.hints)
+                items.append((node, memory, self.leaf_hash(node, node_docs), len(node_docs)))
+            else:
+                children = [(c, memories[c.node_id]) for c in kids[node.node_id]
+                            if c.node_id in memories]
+                memory = self.agents.aggregate(node, children, self.hints)
+                items.append((node, memory, self.parent_hash(node, kids[node.node_id], states),
+                              0))
+            if progress:
+                progress(1)
+        t1 = time.perf_counter()
+        rows = self._vector_rows(items)
+        t2 = time.perf_counter()
+        self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
+        with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
+            write_memories(con, items, BuildMeta(self.agents.engine_id, self.embedder.model_id,
+                                                 self.hints.version))
+        t3 = time.perf_counter()
+        report.engine_s += t1 - t0
+        report.embed_s += t2 - t1
+        report.write_s += t3 - t2
+        for node, memory, _, n_docs in items:
+            report.nodes.append(node.node_id)
+            report.facets += len(memory.facets)
+            report.qa += len(memory.qa)
+            report.summaries += 1
+            report.documents += n_docs
+            report.per_node.append({"node_id": node.node_id, "facets": len(memory.facets),
+                                    "qa": len(memory.qa), "documents": n_docs})
+
+    def _vector_rows(self, items: list[tuple[NodeInfo, Memory, str, int]]) -> dict[str, pa.Table]:
+        texts: dict[str, list[str]] = {t: [] for t in TABLES}
+        cols: dict[str, dict[str, list]] = {
+            "facets": {"node_id": [], "level": [], "path": [], "key": [], "value": [],
+                       "support": [], "source_ids": []},
+            "qa": {"node_id": [], "level": [], "path": [], "answer": [], "source_ids": []},
+            "summaries": {"node_id": [], "level": [], "path": [], "detailed": [],
+                          "source_ids": [], "name": [], "leaf_count": []},
+        }
+
+        def base(table: str, node: NodeInfo) -> None:
+            cols[table]["node_id"].append(node.node_id)
+            cols[table]["level"].append(node.level)
+            cols[table]["path"].append(node.path)
+
+        for node, memory, _, _ in items:
+            for f in memory.facets:
+                base("facets", node)
+                texts["facets"].append(f.text)
+                for c, v in (("key", f.key), ("value", f.value), ("support", f.support),
+                             ("source_ids", list(f.source_ids))):
+                    cols["facets"][c].append(v)
+            for q in memory.qa:
+                base("qa", node)
+                texts["qa"].append(q.question)
+                cols["qa"]["answer"].append(q.answer)
+                cols["qa"]["source_ids"].append(list(q.source_ids))
+            base("summaries", node)
+            texts["summaries"].append(memory.summary.concise)
+            cols["summaries"]["detailed"].append(memory.summary.detailed)
+            cols["summaries"]["source_ids"].append(list(memory.summary.source_ids))
+            cols["summaries"]["name"].append(node.name)
+            cols["summaries"]["leaf_count"].append(memory.leaf_count)
+        all_texts = [t for name in TABLES for t in texts[name]]
+        vectors = self.embedder.embed(all_texts)
+        out: dict[str, pa.Table] = {}
+        offset = 0
+        for name in TABLES:
+            n = len(texts[name])
+            data = dict(cols[name])
+            data["text"] = texts[name]
+            vecs = np.ascontiguousarray(vectors[offset : offset + n], dtype=np.float32)
+            offset += n
+            data["vector"] = pa.FixedSizeListArray.from_arrays(
+                pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim)
+            schema = self.vectors_schema(name)
+            out[name] = pa.table({f.name: data[f.name] for f in schema}, schema=schema)
+        return out
+
+    def vectors_schema(self, name: str) -> pa.Schema:
+        from hltm_resources.vectors import table_schema
+
+        return table_schema(name, self.embedder.model_id, self.embedder.dim)
+
+    def purge(self, node_ids: Sequence[str]) -> None:
+        """Remove nodes that left the SOT (rows and vectors) and vectors without a node."""
+        ids = list(node_ids)
+        if not ids:
+            return
+        from hltm_resources.memory_store import erase_rows
+
+        self.vectors.delete_nodes(ids)
+        with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
+            erase_rows(con, ids)
+
+
+def _reason(full: bool, st: NodeState | None, new_hash: str | None, node: NodeInfo) -> str:
+    if full:
+        return "full rebuild"
+    if st is None:
+        return "new"
+    if st.input_hash == INVALIDATED:
+        return "invalidated by a deletion below it"
+    if new_hash is not None and st.input_hash != new_hash:
+        return "inputs changed"
+    if st.parent_id != node.parent_id or st.path != node.path:
+        return f"moved from {st.parent_id}"
+    return ""
+
+
+def _child_reason(node: NodeInfo, children: list[NodeInfo], states: dict[str, NodeState],
+                  dirty: set[str]) -> str:
+    rebuilt = sorted(c.node_id for c in children if c.node_id in dirty)
+    current = {c.node_id for c in children}
+    left = sorted(n for n, s in states.items() if s.parent_id == node.node_id and n not in current)
+    parts = []
+    if rebuilt:
+        parts.append("child rebuilt: " + ", ".join(rebuilt[:5])
+                     + (f" (+{len(rebuilt) - 5})" if len(rebuilt) > 5 else ""))
+    if left:
+        parts.append("child removed: " + ", ".join(left[:5])
+                     + (f" (+{len(left) - 5})" if len(left) > 5 else ""))
+    return "; ".join(parts)
+
+
+def _resolve(topo: Topology, level: str, raw_ids: Sequence[str]) -> list[NodeInfo]:
+    pool = topo.level(level)
+    missing = [r for r in raw_ids if r not in pool]
+    if missing:
+        raise StaleTopologyError(
+            f"{level} partitions {missing[:5]} are not in the source of truth any more: the "
+            "tree changed since the Dagster code location loaded; reload it (hltm reload, or "
+            "'Reload' in the UI) and materialize again"
+        )
+    return [pool[r] for r in raw_ids]
+
+
+def _check_children(topo: Topology, level: str, nodes: list[NodeInfo],
+                    expected: Sequence[str]) -> None:
+    """Dagster's mapped children of ``nodes`` must be the SOT's (else the mapping is stale)."""
+    have = sorted(c.raw_id for n in nodes for c in topo.children(n))
+    want = sorted(expected)
+    if have != want:
+        extra = sorted(set(want) - set(have))[:5]
+        missing = sorted(set(have) - set(want))[:5]
+        raise StaleTopologyError(
+            f"{level} partitions {[n.raw_id for n in nodes][:5]}: Dagster's partition mapping "
+            f"is stale (it maps children {extra} that the source of truth does not hold, and "
+            f"misses {missing}); the tree changed since the code location loaded: reload it "
+            "(hltm reload, or 'Reload definitions' in the UI)"
+        )

@@ -1,0 +1,44 @@
+"""``hltm load``: validate a snapshot, then replace the SOT and erase what it no longer holds.
+
+Projects (and seats, accounts) missing from the new snapshot are deleted: their documents
+leave the SOT, their memory rows and vectors are erased, and the memory of their former
+ancestors is invalidated (emptied and marked for rebuild) so that no aggregate keeps facts of
+deleted data until the next ``hltm index`` rebuilds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hltm_resources import db
+from hltm_resources.config import Settings
+from hltm_resources.memory_store import read_states
+from hltm_resources.privacy import erase_everywhere, scrub_database
+from hltm_resources.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
+
+
+def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
+    """Load ``directory`` into the home's SOT (validated first, one transaction)."""
+    snap = read_snapshot(directory)
+    db.init_schema(settings.duckdb_path)
+    with db.connect(settings.duckdb_path) as con, db.transaction(con):
+        report = apply_snapshot(con, snap, str(Path(directory).resolve()))
+        topo = read_topology(con)
+        states = read_states(con)
+        gone = sorted(n for n in states if topo.node(n) is None)
+        invalidate = sorted(_surviving_ancestors(gone, states, topo))
+        scrub_database(con, gone, invalidate, [f"project:{p}" for p in report.deleted])
+    if gone or invalidate or report.deleted:
+        erase_everywhere(settings, gone + invalidate)
+    return report
+
+
+def _surviving_ancestors(gone: list[str], states: dict, topo) -> set[str]:
+    out: set[str] = set()
+    for node in gone:
+        parent = states[node].parent_id
+        while parent is not None and parent in states:
+            if topo.node(parent) is not None:
+                out.add(parent)
+            parent = states[parent].parent_id
+    return out

@@ -1,0 +1,179 @@
+"""Memory rows in DuckDB: write a batch of node memories, read them back, erase them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from hltm_resources.models import Facet, Memory, NodeInfo, QAPair, Summary
+
+INVALIDATED = "invalidated"
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What ``mem_nodes`` records about a built node."""
+
+    node_id: str
+    level: str
+    parent_id: str | None
+    path: str
+    input_hash: str
+    memory_hash: str
+    hints_version: int
+
+
+@dataclass(frozen=True)
+class BuildMeta:
+    """How a batch was built: engine, embedding model, hints version."""
+
+    engine: str
+    embed_model: str
+    hints_version: int
+
+
+def read_states(con, level: str | None = None) -> dict[str, NodeState]:
+    where = "WHERE level = ?" if level else ""
+    rows = con.execute(
+        f"SELECT node_id, level, parent_id, path, input_hash, memory_hash, hints_version "
+        f"FROM mem_nodes {where}",
+        [level] if level else [],
+    ).fetchall()
+    return {r[0]: NodeState(*r) for r in rows}
+
+
+def write_memories(
+    con,
+    items: Sequence[tuple[NodeInfo, Memory, str, int]],
+    meta: BuildMeta,
+) -> None:
+    """Replace the rows of every node in ``items`` (node, memory, input hash, doc count).
+
+    The caller owns the transaction.
+    """
+    node_ids = [info.node_id for info, *_ in items]
+    erase_rows(con, node_ids)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    nodes = pa.table({
+        "node_id": [i.node_id for i, *_ in items],
+        "level": [i.level for i, *_ in items],
+        "name": [i.name for i, *_ in items],
+        "parent_id": [i.parent_id for i, *_ in items],
+        "path": [i.path for i, *_ in items],
+        "input_hash": [h for _, _, h, _ in items],
+        "memory_hash": [m.content_hash() for _, m, _, _ in items],
+        "engine": [meta.engine] * len(items),
+        "embed_model": [meta.embed_model] * len(items),
+        "hints_version": pa.array([meta.hints_version] * len(items), pa.int32()),
+        "leaf_count": pa.array([m.leaf_count for _, m, _, _ in items], pa.int32()),
+        "doc_count": pa.array([d for *_, d in items], pa.int32()),
+        "built_at": pa.array([now] * len(items), pa.timestamp("us")),
+    })
+    facets = {"node_id": [], "ord": [], "key": [], "value": [], "support": [], "source_ids": []}
+    qa = {"node_id": [], "ord": [], "question": [], "answer": [], "source_ids": []}
+    summaries = {"node_id": [], "detailed": [], "concise": [], "source_ids": []}
+    for info, memory, _, _ in items:
+        for i, f in enumerate(memory.facets):
+            for col, val in zip(facets, (info.node_id, i, f.key, f.value, f.support,
+                                         list(f.source_ids)), strict=True):
+                facets[col].append(val)
+        for i, q in enumerate(memory.qa):
+            for col, val in zip(qa, (info.node_id, i, q.question, q.answer, list(q.source_ids)),
+                                strict=True):
+                qa[col].append(val)
+        s = memory.summary
+        for col, val in zip(summaries, (info.node_id, s.detailed, s.concise, list(s.source_ids)),
+                            strict=True):
+            summaries[col].append(val)
+    tables = {
+        "mem_nodes": nodes,
+        "mem_facets": pa.table(facets, schema=_schema(facets, {"ord": pa.int32(),
+                                                                "support": pa.int32()})),
+        "mem_qa": pa.table(qa, schema=_schema(qa, {"ord": pa.int32()})),
+        "mem_summaries": pa.table(summaries, schema=_schema(summaries, {})),
+    }
+    for name, table in tables.items():
+        cols = ", ".join(table.column_names)
+        con.register("_hltm_rows", table)
+        con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM _hltm_rows")
+        con.unregister("_hltm_rows")
+
+
+def _schema(columns: dict, overrides: dict) -> pa.Schema:
+    fields = []
+    for name in columns:
+        if name in overrides:
+            fields.append(pa.field(name, overrides[name]))
+        elif name == "source_ids":
+            fields.append(pa.field(name, pa.list_(pa.string())))
+        else:
+            fields.append(pa.field(name, pa.string()))
+    return pa.schema(fields)
+
+
+def erase_rows(con, node_ids: Sequence[str], invalidate: Sequence[str] = ()) -> None:
+    """Delete the memory rows of ``node_ids``; keep ``invalidate`` nodes but drop their content.
+
+    An invalidated node keeps its ``mem_nodes`` row with input hash ``invalidated``, so the
+    next index rebuilds it, and until then it holds nothing derived from erased data.
+    """
+    ids = list(node_ids)
+    inv = list(invalidate)
+    if ids:
+        con.execute("DELETE FROM mem_nodes WHERE node_id IN (SELECT unnest(?))", [ids])
+    content = ids + inv
+    if content:
+        for table in ("mem_facets", "mem_qa", "mem_summaries"):
+            con.execute(f"DELETE FROM {table} WHERE node_id IN (SELECT unnest(?))", [content])
+    if inv:
+        con.execute(
+            "UPDATE mem_nodes SET input_hash = ?, memory_hash = ? "
+            "WHERE node_id IN (SELECT unnest(?))",
+            [INVALIDATED, INVALIDATED, inv],
+        )
+
+
+def read_memories(con, node_ids: Sequence[str]) -> dict[str, Memory]:
+    """Rebuild :class:`Memory` objects from the rows (same content hash as when written)."""
+    ids = list(node_ids)
+    if not ids:
+        return {}
+    nodes = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT node_id, level, leaf_count FROM mem_nodes WHERE node_id IN (SELECT unnest(?))"
+            " AND input_hash <> ?",
+            [ids, INVALIDATED],
+        ).fetchall()
+    }
+    facets: dict[str, list[Facet]] = {n: [] for n in nodes}
+    for n, k, v, s, src in con.execute(
+        "SELECT node_id, key, value, support, source_ids FROM mem_facets "
+        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
+        [ids],
+    ).fetchall():
+        if n in facets:
+            facets[n].append(Facet(k, v, s, tuple(src)))
+    qa: dict[str, list[QAPair]] = {n: [] for n in nodes}
+    for n, q, a, src in con.execute(
+        "SELECT node_id, question, answer, source_ids FROM mem_qa "
+        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
+        [ids],
+    ).fetchall():
+        if n in qa:
+            qa[n].append(QAPair(q, a, tuple(src)))
+    summaries: dict[str, Summary] = {}
+    for n, d, c, src in con.execute(
+        "SELECT node_id, detailed, concise, source_ids FROM mem_summaries "
+        "WHERE node_id IN (SELECT unnest(?))",
+        [ids],
+    ).fetchall():
+        summaries[n] = Summary(d, c, tuple(src))
+    out = {}
+    for n, (level, leaf_count) in nodes.items():
+        if n in summaries:
+            out[n] = Memory(n, level, tuple(facets[n]), tuple(qa[n]), summaries[n], leaf_count)
+    return out

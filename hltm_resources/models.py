@@ -1,0 +1,97 @@
+"""Frozen data structures of the memory tree: documents, memory items and node memories."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Document:
+    """A raw document hanging off a project (leaf)."""
+
+    doc_id: str
+    project_id: str
+    kind: str
+    text: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class Facet:
+    """One key-value fact. ``support`` counts the leaf projects behind it (1 at a leaf)."""
+
+    key: str
+    value: str
+    support: int
+    source_ids: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The linearized form that gets embedded."""
+        return f"{self.key}: {self.value}"
+
+
+@dataclass(frozen=True)
+class QAPair:
+    """An answerable question with its answer; the question gets embedded."""
+
+    question: str
+    answer: str
+    source_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A detailed paragraph and a one-sentence summary; the sentence gets embedded."""
+
+    detailed: str
+    concise: str
+    source_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A node of the tree as the source of truth describes it."""
+
+    node_id: str
+    level: str
+    raw_id: str
+    name: str
+    parent_id: str | None
+    path: str
+
+
+@dataclass(frozen=True)
+class Memory:
+    """``M_v = (F_v, Q_v, S_v)`` of one node, plus how many leaves it covers."""
+
+    node_id: str
+    level: str
+    facets: tuple[Facet, ...]
+    qa: tuple[QAPair, ...]
+    summary: Summary
+    leaf_count: int = 1
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def canonical(self) -> dict:
+        """A JSON-ready dict of the content (no timestamps), used for hashing and verify."""
+        return {
+            "node_id": self.node_id,
+            "level": self.level,
+            "leaf_count": self.leaf_count,
+            "facets": [asdict(f) | {"source_ids": list(f.source_ids)} for f in self.facets],
+            "qa": [asdict(q) | {"source_ids": list(q.source_ids)} for q in self.qa],
+            "summary": asdict(self.summary) | {"source_ids": list(self.summary.source_ids)},
+        }
+
+    def content_hash(self) -> str:
+        """sha256 of the canonical content."""
+        return stable_hash(self.canonical())
+
+
+def stable_hash(obj: object) -> str:
+    """sha256 hex of ``obj`` serialized as canonical JSON."""
+    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()

@@ -1,0 +1,81 @@
+"""Dagster resources. This module imports dagster; the query path never imports it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from hltm_resources.config import Settings
+from hltm_resources.indexer import Indexer
+
+_INDEXERS: dict[Settings, Indexer] = {}
+_LOCK = threading.Lock()
+
+
+def shared_indexer(settings: Settings) -> Indexer:
+    """One indexer (engine, embedder, stores) per settings and process."""
+    with _LOCK:
+        if settings not in _INDEXERS:
+            _INDEXERS[settings] = Indexer(settings)
+        return _INDEXERS[settings]
+
+
+def forget_indexers() -> None:
+    """Drop cached indexers (after the hints or the home changed)."""
+    with _LOCK:
+        _INDEXERS.clear()
+
+
+class HLTMResource(dg.ConfigurableResource):
+    """Where memory lives and which engine and embedder build it."""
+
+    home: str = Field(description="The memory home (DuckDB file, LanceDB tables, caches).")
+    engine: str = Field(default="extractive", description="extractive | openai")
+    embedder: str = Field(default="local", description="local | openai")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible base URL.")
+    api_key: str | None = Field(default=None, description="API key; wire with EnvVar.")
+    chat_model: str | None = None
+    embed_model: str | None = None
+    azure_api_version: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    max_retries: int = 4
+
+    def settings(self) -> Settings:
+        return Settings(
+            home=Path(self.home).resolve(),
+            engine=self.engine,
+            embedder=self.embedder,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            chat_model=self.chat_model,
+            embed_model=self.embed_model,
+            azure_api_version=self.azure_api_version,
+            concurrency=self.concurrency,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+        )
+
+    def indexer(self) -> Indexer:
+        return shared_indexer(self.settings())
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HLTMResource:
+        """A resource for ``settings``; the API key comes from ``OPENAI_API_KEY`` via EnvVar."""
+        api_key = dg.EnvVar("OPENAI_API_KEY") if settings.api_key else None
+        return cls(
+            home=str(settings.home),
+            engine=settings.engine,
+            embedder=settings.embedder,
+            base_url=settings.base_url,
+            api_key=api_key,
+            chat_model=settings.chat_model,
+            embed_model=settings.embed_model,
+            azure_api_version=settings.azure_api_version,
+            concurrency=settings.concurrency,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )

@@ -1,0 +1,138 @@
+"""Text helpers shared by the extractive engine, the query parser and the evaluation."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"[a-z0-9]+(?:[+#][a-z0-9+#]*)?|[+#]+")
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+STOPWORDS = frozenset(
+    """a an the and or of in on at to for with by from as is are was were be been being this that
+    these those it its our we us my your their his her they them i you he she what which who whom
+    whose where when why how do does did done have has had any all some most more much many
+    often usually typically common commonly about into over under than then so such not no
+    can could should would will shall may might must there here""".split()
+)
+
+
+def collapse_ws(text: str) -> str:
+    """Collapse runs of whitespace and strip."""
+    return _WS.sub(" ", text).strip()
+
+
+def fold(text: str) -> str:
+    """Lowercase, strip accents and punctuation: the comparison form of a value."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    return " ".join(_WORD.findall(text))
+
+
+def tokens(text: str) -> list[str]:
+    """Folded word tokens."""
+    return fold(text).split()
+
+
+def content_tokens(text: str) -> list[str]:
+    """Folded tokens without stopwords."""
+    return [t for t in tokens(text) if t not in STOPWORDS]
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_key(raw: str) -> str:
+    """Normalize a facet key to ``snake_case`` ASCII (``workplaceType`` -> ``workplace_type``)."""
+    key = fold(_CAMEL.sub(" ", raw.replace("&", " and ")))
+    return key.replace(" ", "_")[:64]
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences (a simple, deterministic splitter)."""
+    out: list[str] = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*[-*\u2022])", text):
+        block = collapse_ws(block)
+        if block:
+            out.extend(s.strip() for s in _SENT_SPLIT.split(block) if s.strip())
+    return out
+
+
+def clean_value(value: str, max_len: int = 120) -> str:
+    """Strip quotes, whitespace and trailing punctuation from an extracted value."""
+    value = collapse_ws(value).strip(" \"'`")
+    value = re.sub(r"[\s.;:,!]+$", "", value)
+    if len(value) > max_len:
+        cut = value[:max_len].rsplit(" ", 1)[0]
+        value = cut + "..."
+    return value
+
+
+def join_human(items: Iterable[str], conj: str = "and") -> str:
+    """``a, b and c``."""
+    items = list(items)
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + f" {conj} " + items[-1]
+
+
+def humanize_key(key: str) -> str:
+    """``rejection_reason`` -> ``rejection reason``."""
+    return key.replace("_", " ").strip()
+
+
+def pluralize(word: str) -> str:
+    """A naive English plural, good enough for facet labels."""
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+_VOWEL_LETTER_ACRONYM = set("AEFHILMNORSX")
+
+
+def article(phrase: str) -> str:
+    """``a`` or ``an`` for ``phrase`` (acronyms by their first letter's sound)."""
+    word = phrase.split()[0] if phrase.split() else ""
+    if len(word) > 1 and word.isupper():
+        return "an" if word[0] in _VOWEL_LETTER_ACRONYM else "a"
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def plural_s(n: int, word: str) -> str:
+    """``1 project``, ``2 projects``."""
+    return f"{n} {word if n == 1 else pluralize(word)}"
+
+
+_SMALL_WORDS = {"of", "and", "or", "the", "a", "an", "in", "for", "to", "at", "on"}
+
+
+def title_case(value: str) -> str:
+    """Title-case an all-lowercase phrase, keeping small words and acronyms as they are."""
+    if not value.islower():
+        return value
+    words = value.split()
+    return " ".join(w if (i and w in _SMALL_WORDS) else w[:1].upper() + w[1:]
+                    for i, w in enumerate(words))
+
+
+_KEY_LABEL = {
+    "title": "roles",
+    "location": "locations",
+    "workplace_type": "workplace types",
+    "skill": "required skills",
+    "preferred_skill": "nice-to-have skills",
+    "rejection_reason": "rejection reasons",
+    "seniority": "seniority levels",
+}
+
+
+def key_label(key: str) -> str:
+    """How answers and summaries name a facet key, in the plural."""
+    return _KEY_LABEL.get(key, pluralize(humanize_key(key)))

@@ -1,0 +1,317 @@
+"""``Memory``: the serving API. Open a home once, then ``retrieve`` and ``ask`` many times."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hltm_resources import db
+from hltm_resources.config import Settings
+from hltm_resources.embedding import Embedder, make_embedder
+from hltm_resources.engines import (
+    MemoryAgents,
+    MicroQuery,
+    NodeContext,
+    RetrievedContext,
+    ScopeVocabulary,
+    make_agents,
+)
+from hltm_resources.engines.base import ContextItem
+from hltm_resources.errors import ScopeError
+from hltm_resources.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
+from query.retrieval import Retriever
+from query.scope import Scope, check_open, resolve_scope, validate_scope
+
+DEFAULT_K_FACET = 25
+DEFAULT_K_QA = 8
+DEFAULT_K_SUMMARY = 5
+DEFAULT_FACET_TOP_K = 2
+#: How stale a long-lived Memory may be: it looks for new table versions this often.
+READ_CONSISTENCY = timedelta(seconds=2)
+
+
+@dataclass
+class Retrieval:
+    """What the three retrievers found for one question in one scope."""
+
+    context: RetrievedContext
+    scope: Scope
+    timings: dict[str, float]
+
+    @property
+    def contexts(self) -> dict[str, list[dict]]:
+        """Per view, the retrieved items with scores and provenance (JSON-ready)."""
+        return contexts_as_dicts(self.context)
+
+
+@dataclass
+class AskResult:
+    """An answer with its node-id references, the contexts it used, timings and costs."""
+
+    question: str
+    scope: str
+    answer: str
+    references: list[str]
+    rationale: str
+    contexts: dict[str, list[dict]]
+    timings: dict[str, float]
+    llm_calls: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    parsed: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "question": self.question, "scope": self.scope, "answer": self.answer,
+            "references": self.references, "rationale": self.rationale,
+            "timings": self.timings, "llm_calls": self.llm_calls, "tokens": self.tokens,
+            "parsed": self.parsed, "contexts": self.contexts,
+        }
+
+
+def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
+    def item(i: ContextItem) -> dict:
+        d = {"node_id": i.node_id, "level": i.level, "score": round(i.score, 4), "text": i.text,
+             "source_ids": list(i.source_ids)}
+        for extra in ("answer", "detailed", "key", "value", "support"):
+            if getattr(i, extra) is not None:
+                d[extra] = getattr(i, extra)
+        return d
+
+    return {
+        "facets": [
+            {"node_id": n.node_id, "level": n.level, "name": n.name, "score": round(n.score, 4),
+             "leaf_count": n.leaf_count, "facets": [item(f) for f in n.facets]}
+            for n in ctx.facets
+        ],
+        "qa": [item(i) for i in ctx.qa],
+        "summaries": [item(i) for i in ctx.summaries],
+    }
+
+
+class Memory:
+    """Identity-scoped retrieval and answering over one home's memory.
+
+    Opening is cheap (nothing is loaded); the embedder, the engine and the LanceDB tables load
+    on first use and are reused by every later call, as are the rows of scopes already asked.
+    """
+
+    def __init__(self, settings: Settings, agents: MemoryAgents | None = None,
+                 embedder: Embedder | None = None, log_queries: bool = True,
+                 log_batch: int = 1):
+        self.settings = settings
+        self._agents = agents
+        self._embedder = embedder
+        self._vectors: VectorStore | None = None
+        self._retriever: Retriever | None = None
+        self._catalog: tuple[int, dict[str, tuple[str, str, str, int]]] | None = None
+        self._vocab: dict[tuple[str, int], ScopeVocabulary] = {}
+        self.log_queries = log_queries
+        self.log_batch = max(1, log_batch)
+        self._pending: list[list] = []
+
+    @classmethod
+    def open(cls, home: str | Path | None = None, log_queries: bool = True,
+             **overrides: object) -> Memory:
+        """Memory of ``home`` (default ``$HLTM_HOME`` or ``./.hltm``), engine from the env."""
+        return cls(Settings.from_env(home=home, **overrides), log_queries=log_queries)
+
+    def close(self) -> None:
+        """Write queued query-log rows."""
+        self.flush()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lazily loaded parts -------------------------------------------------------------
+    @property
+    def agents(self) -> MemoryAgents:
+        if self._agents is None:
+            self._agents = make_agents(self.settings)
+        return self._agents
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    @property
+    def vectors(self) -> VectorStore:
+        if self._vectors is None:
+            check_open(self.settings.duckdb_path)
+            store = VectorStore(self.settings.lancedb_path, None, None,
+                                read_consistency=READ_CONSISTENCY)
+            for name in TABLES:
+                if not store.exists(name):
+                    raise FileNotFoundError(f"no vectors under {store.path}: run hltm index")
+                model, dim = store.table_model(name)
+                if (model, dim) != (self.embedder.model_id, self.embedder.dim):
+                    raise EmbeddingModelMismatch(
+                        f"the memory at {self.settings.home} was embedded with {model!r} "
+                        f"(dim {dim}) but this query embeds with {self.embedder.model_id!r} "
+                        f"(dim {self.embedder.dim}); query with the model the memory was built "
+                        "with (HLTM_EMBEDDER / HLTM_EMBED_MODEL) or rebuild it"
+                    )
+            self._vectors = store
+            self._retriever = Retriever(store)
+        return self._vectors
+
+    @property
+    def retriever(self) -> Retriever:
+        self.vectors  # noqa: B018 - loads the store and the retriever
+        assert self._retriever is not None
+        return self._retriever
+
+    def catalog(self) -> dict[str, tuple[str, str, str, int]]:
+        """node id -> (level, path, name, leaf count) of every built node."""
+        version = self.vectors.table("summaries").version
+        if self._catalog is None or self._catalog[0] != version:
+            rows = self.vectors.scan("summaries", ["node_id", "level", "path", "name",
+                                                   "leaf_count"])
+            cols = [rows.column(c).to_pylist() for c in rows.column_names]
+            self._catalog = (version, {n: (lv, p, nm, lc) for n, lv, p, nm, lc in zip(*cols,
+                                                                                       strict=True)})
+        return self._catalog[1]
+
+    def resolve(self, scope: object) -> Scope:
+        """The scope node, or :class:`ScopeError` (malformed ids never reach a store)."""
+        node_id = validate_scope(scope)
+        entry = self.catalog().get(node_id)
+        if entry is not None:
+            level, path, name, _ = entry
+            return Scope(node_id, level, name, path)
+        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+            resolved = resolve_scope(con, node_id)  # raises with a helpful message
+        raise ScopeError(f"scope {resolved.node_id!r} has no vectors yet: run hltm index")
+
+    # -- retrieval -----------------------------------------------------------------------
+    def _vocabulary(self, scope: Scope, where: str) -> ScopeVocabulary:
+        rows = self.retriever.rows("facets", where, scope.node_id)
+        if rows is None:
+            table = self.vectors.scan("facets", ["key", "value", "support"], where)
+            cols = {c: table.column(c).to_pylist() for c in ("key", "value", "support")}
+        else:
+            cols = rows.cols
+        support: dict[tuple[str, str], int] = {}
+        for k, v, s in zip(cols["key"], cols["value"], cols["support"], strict=True):
+            support[(k, v)] = support.get((k, v), 0) + int(s)
+        values: dict[str, list[str]] = {}
+        for (k, v), _ in sorted(support.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
+            values.setdefault(k, []).append(v)
+        return ScopeVocabulary(values)
+
+    def retrieve(self, question: str, scope: str, k_facet: int = DEFAULT_K_FACET,
+                 k_qa: int = DEFAULT_K_QA, k_summary: int = DEFAULT_K_SUMMARY,
+                 facet_top_k: int = DEFAULT_FACET_TOP_K,
+                 views: tuple[str, ...] = ("facets", "qa", "summaries"),
+                 levels: tuple[str, ...] | None = None) -> Retrieval:
+        """Top nodes per view for ``question`` inside ``scope`` (no answer, no log).
+
+        ``views`` and ``levels`` restrict the pool (used by the ablations).
+        """
+        validate_scope(scope)
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        t0 = time.perf_counter()
+        usage0 = self.agents.usage.snapshot()
+        resolved = self.resolve(scope)
+        where = resolved.where
+        if levels:
+            where = f"{where} AND {level_filter(levels)}"
+        vocab = self._vocabulary(resolved, where)
+        t_parse = time.perf_counter()
+        parsed = self.agents.parse_query(question, vocab)
+        t_embed = time.perf_counter()
+        micro = list(parsed.micro) or [MicroQuery("question", None)]
+        texts = [question] + [question if m.key == "question" else m.text for m in micro]
+        vecs = self.embedder.embed(texts)
+        qvec, micro_vecs = vecs[0], vecs[1:]
+        t_search = time.perf_counter()
+        retriever = self.retriever
+        facets: list[NodeContext] = []
+        if "facets" in views and k_facet > 0:
+            facets = retriever.facets(micro_vecs, where, resolved.node_id, k_facet, facet_top_k)
+        qa = retriever.qa(qvec, where, resolved.node_id, k_qa) if "qa" in views and k_qa else []
+        summaries = (retriever.summaries(qvec, where, resolved.node_id, k_summary)
+                     if "summaries" in views and k_summary > 0 else [])
+        catalog = self.catalog()
+        facets = [NodeContext(n.node_id, n.level, catalog.get(n.node_id, ("", "", n.node_id, 1))[2],
+                              n.score, catalog.get(n.node_id, ("", "", "", 1))[3], n.facets,
+                              n.best) for n in facets]
+        t_end = time.perf_counter()
+        context = RetrievedContext(resolved.node_id, question, parsed, facets, qa, summaries)
+        self._assert_in_scope(context, resolved, catalog)
+        usage1 = self.agents.usage.snapshot()
+        timings = {
+            "retrieval_ms": (t_end - t0) * 1000,
+            "parse_ms": (t_embed - t_parse) * 1000,
+            "embed_ms": (t_search - t_embed) * 1000,
+            "search_ms": (t_end - t_search) * 1000,
+            "parse_llm_calls": usage1["llm_calls"] - usage0["llm_calls"],
+        }
+        return Retrieval(context, resolved, timings)
+
+    @staticmethod
+    def _assert_in_scope(context: RetrievedContext, scope: Scope,
+                         catalog: dict[str, tuple[str, str, str, int]]) -> None:
+        # The store prefilter guarantees this; checking again costs microseconds and turns a
+        # would-be leak into an error.
+        for node in context.node_ids():
+            path = catalog.get(node, ("", "", "", 0))[1]
+            if not scope.contains(path):
+                raise AssertionError(f"retrieval returned {node} outside {scope.node_id}")
+
+    # -- answering -----------------------------------------------------------------------
+    def ask(self, question: str, scope: str, query_id: str | None = None,
+            **retrieve_kwargs: object) -> AskResult:
+        """Retrieve, answer with the engine, keep only in-scope citations, log the query."""
+        usage0 = self.agents.usage.snapshot()
+        retrieval = self.retrieve(question, scope, **retrieve_kwargs)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        answer = self.agents.answer(retrieval.context)
+        answer_ms = (time.perf_counter() - t0) * 1000
+        allowed = retrieval.context.node_ids()
+        references = [r for r in dict.fromkeys(answer.references) if r in allowed]
+        usage1 = self.agents.usage.snapshot()
+        timings = dict(retrieval.timings, answer_ms=answer_ms,
+                       total_ms=retrieval.timings["retrieval_ms"] + answer_ms)
+        parsed = retrieval.context.parsed
+        result = AskResult(
+            question=question,
+            scope=retrieval.scope.node_id,
+            answer=answer.answer,
+            references=references,
+            rationale=answer.rationale,
+            contexts=retrieval.contexts,
+            timings={k: round(v, 3) for k, v in timings.items()},
+            llm_calls=usage1["llm_calls"] - usage0["llm_calls"],
+            tokens={"prompt": usage1["prompt_tokens"] - usage0["prompt_tokens"],
+                    "completion": usage1["completion_tokens"] - usage0["completion_tokens"]},
+            parsed={"kind": parsed.kind,
+                    "micro_queries": [m.text for m in parsed.micro],
+                    "matched_keys": sorted({m.key for m in parsed.micro}),
+                    "target_keys": list(parsed.target_keys),
+                    "unmatched": list(parsed.unmatched)},
+        )
+        if self.log_queries:
+            self._pending.append([
+                query_id or uuid.uuid4().hex, datetime.now(UTC).replace(tzinfo=None),
+                result.scope, result.question, result.references, result.timings["total_ms"],
+                result.parsed["matched_keys"], result.parsed["kind"], self.agents.engine_id])
+            if len(self._pending) >= self.log_batch:
+                self.flush()
+        return result
+
+    def flush(self) -> None:
+        """Append queued asks to ``query_log`` in one short write."""
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        with db.connect(self.settings.duckdb_path) as con:
+            con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)

@@ -1,0 +1,187 @@
+"""The three retrievers of the paper (section 3.5), over one identity-scoped subtree.
+
+Every store read carries the scope's subtree filter inside the LanceDB query (a prefilter), so
+nothing outside the scope is ever a candidate. A scope's rows (with vectors) are fetched once
+per table version and reused: later questions in the same scope are pure numpy. Scopes larger
+than ``MAX_CACHED_ROWS`` per view are searched in LanceDB every time instead.
+
+Scores:
+
+- facet: ``s_facet(q, v) = 1/(k |F_q|) * sum_f sum_{f' in TopK(f, F_v)} cos(f, f')``
+- QA: ``s_qa(q, v) = max_{q' in Q_v} cos(q, q')``
+- summary: ``s_summary(q, v) = cos(q, S_v)``
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from hltm_resources.engines.base import ContextItem, NodeContext
+from hltm_resources.vectors import VectorStore, node_filter
+
+MAX_CACHED_ROWS = 20_000
+CANDIDATE_LIMIT = 400
+MAX_FACETS_PER_NODE = 12
+CACHED_SCOPES = 64
+
+COLUMNS = {
+    "facets": ["node_id", "level", "key", "value", "support", "source_ids", "vector"],
+    "qa": ["node_id", "level", "text", "answer", "source_ids", "vector"],
+    "summaries": ["node_id", "level", "text", "detailed", "source_ids", "leaf_count", "vector"],
+}
+
+
+def facet_scores(micro_vecs: np.ndarray, facet_vecs: np.ndarray, facet_nodes: Sequence[str],
+                 k: int) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Per node: the facet score and the best cosine per micro-query.
+
+    A node with fewer than ``k`` facets counts the missing ones as zero, as the formula's
+    ``1/k`` does.
+    """
+    if len(micro_vecs) == 0 or len(facet_vecs) == 0:
+        return {}, {}
+    cos = micro_vecs @ facet_vecs.T  # (|F_q|, rows); vectors are L2-normalized
+    rows_of: dict[str, list[int]] = defaultdict(list)
+    for i, n in enumerate(facet_nodes):
+        rows_of[n].append(i)
+    scores: dict[str, float] = {}
+    best: dict[str, list[float]] = {}
+    for node, rows in rows_of.items():
+        sub = cos[:, rows]
+        top = -np.sort(-sub, axis=1)[:, :k]
+        scores[node] = float(top.sum() / (k * len(micro_vecs)))
+        best[node] = [float(x) for x in sub.max(axis=1)]
+    return scores, best
+
+
+def qa_scores(cosines: Sequence[float], nodes: Sequence[str]) -> dict[str, float]:
+    """Per node, its best question cosine."""
+    out: dict[str, float] = {}
+    for c, n in zip(cosines, nodes, strict=True):
+        out[n] = max(out.get(n, -1.0), float(c))
+    return out
+
+
+@dataclass
+class ViewRows:
+    """The rows of one view inside one scope, columns as lists plus a vector matrix."""
+
+    cols: dict[str, list]
+    vectors: np.ndarray
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> ViewRows:
+        cols = {c: table.column(c).to_pylist() for c in table.column_names if c != "vector"}
+        if table.num_rows:
+            flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            vecs = np.asarray(flat, dtype=np.float32).reshape(table.num_rows, -1)
+        else:
+            vecs = np.zeros((0, 1), dtype=np.float32)
+        return cls(cols, vecs)
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def take(self, idx: Sequence[int]) -> ViewRows:
+        return ViewRows({c: [v[i] for i in idx] for c, v in self.cols.items()},
+                        self.vectors[list(idx)])
+
+
+class Retriever:
+    """Runs the three retrievers against a :class:`VectorStore`, caching scopes' rows."""
+
+    def __init__(self, vectors: VectorStore):
+        self.vectors = vectors
+        self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
+        """All rows of ``view`` in scope (cached per table version), or None when too many."""
+        version = self.vectors.table(view).version
+        key = (view, scope_key, where, version)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        count = self.vectors.table(view).count_rows(where)
+        rows = None
+        if count <= MAX_CACHED_ROWS:
+            rows = ViewRows.from_arrow(self.vectors.scan(view, COLUMNS[view], where))
+        with self._lock:
+            self._cache[key] = rows
+            while len(self._cache) > CACHED_SCOPES * 3:
+                self._cache.popitem(last=False)
+        return rows
+
+    def _search_rows(self, view: str, vec: np.ndarray, where: str, limit: int) -> ViewRows:
+        hits = self.vectors.search(view, vec, where, limit, COLUMNS[view])
+        return ViewRows.from_arrow(hits.drop_columns(["_distance"]))
+
+    # -- facets --------------------------------------------------------------------------
+    def facets(self, micro_vecs: np.ndarray, where: str, scope_key: str, k_facet: int,
+               top_k: int) -> list[NodeContext]:
+        rows = self.rows("facets", where, scope_key)
+        if rows is None:
+            candidates: list[str] = []
+            for vec in micro_vecs:
+                hit = self.vectors.search("facets", vec, where, CANDIDATE_LIMIT, ["node_id"])
+                candidates.extend(n for n in hit.column("node_id").to_pylist()
+                                  if n not in candidates)
+            if not candidates:
+                return []
+            rows = ViewRows.from_arrow(self.vectors.scan(
+                "facets", COLUMNS["facets"], f"{where} AND {node_filter(candidates)}"))
+        if not len(rows):
+            return []
+        nodes = rows.cols["node_id"]
+        scores, best = facet_scores(micro_vecs, rows.vectors, nodes, top_k)
+        relevance = (micro_vecs @ rows.vectors.T).max(axis=0)
+        by_node: dict[str, list[ContextItem]] = defaultdict(list)
+        level_of: dict[str, str] = {}
+        for i, n in enumerate(nodes):
+            level_of[n] = rows.cols["level"][i]
+            by_node[n].append(ContextItem(
+                "facet", n, rows.cols["level"][i], float(relevance[i]),
+                f"{rows.cols['key'][i]}: {rows.cols['value'][i]}", key=rows.cols["key"][i],
+                value=rows.cols["value"][i], support=rows.cols["support"][i],
+                source_ids=tuple(rows.cols["source_ids"][i])))
+        ranked = sorted(scores, key=lambda n: (-scores[n], n))[:k_facet]
+        out = []
+        for n in ranked:
+            items = sorted(by_node[n], key=lambda f: (-f.score, f.text))[:MAX_FACETS_PER_NODE]
+            out.append(NodeContext(n, level_of[n], n, scores[n], 1, tuple(items), tuple(best[n])))
+        return out
+
+    # -- QA and summaries ----------------------------------------------------------------
+    def _top(self, view: str, qvec: np.ndarray, where: str, scope_key: str,
+             k: int) -> tuple[ViewRows, np.ndarray]:
+        rows = self.rows(view, where, scope_key)
+        if rows is None:
+            rows = self._search_rows(view, qvec, where, k)
+        if not len(rows):
+            return rows, np.zeros(0, dtype=np.float32)
+        cos = rows.vectors @ qvec
+        order = sorted(range(len(rows)), key=lambda i: (-cos[i], rows.cols["node_id"][i]))[:k]
+        return rows.take(order), cos[order]
+
+    def qa(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
+        rows, cos = self._top("qa", qvec, where, scope_key, k)
+        c = rows.cols
+        return [ContextItem("qa", c["node_id"][i], c["level"][i], float(cos[i]), c["text"][i],
+                            answer=c["answer"][i], source_ids=tuple(c["source_ids"][i]))
+                for i in range(len(rows))]
+
+    def summaries(self, qvec: np.ndarray, where: str, scope_key: str,
+                  k: int) -> list[ContextItem]:
+        rows, cos = self._top("summaries", qvec, where, scope_key, k)
+        c = rows.cols
+        return [ContextItem("summary", c["node_id"][i], c["level"][i], float(cos[i]),
+                            c["text"][i], detailed=c["detailed"][i],
+                            source_ids=tuple(c["source_ids"][i]))
+                for i in range(len(rows))]

@@ -1,0 +1,65 @@
+"""Identity scopes: a node id, validated before any store is touched, then looked up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hltm_resources import db
+from hltm_resources.errors import ScopeError
+from hltm_resources.ids import InvalidIdError, parse_node_id
+from hltm_resources.vectors import subtree_filter
+
+MAX_LISTED = 10
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A resolved scope: the node, its path, and the LanceDB filter of its subtree."""
+
+    node_id: str
+    level: str
+    name: str
+    path: str
+
+    @property
+    def where(self) -> str:
+        return subtree_filter(self.path)
+
+    def contains(self, path: str) -> bool:
+        return path == self.path or path.startswith(self.path + "/")
+
+
+def validate_scope(scope: object) -> str:
+    """The scope id if well formed; raise :class:`ScopeError` otherwise (no store touched)."""
+    try:
+        return str(parse_node_id(scope))
+    except InvalidIdError as exc:
+        raise ScopeError(f"scope rejected: {exc}") from None
+
+
+def resolve_scope(con, scope: object) -> Scope:
+    """Look up a validated scope in the built memory (bound parameters only)."""
+    node_id = validate_scope(scope)
+    row = con.execute(
+        "SELECT node_id, level, name, path FROM mem_nodes WHERE node_id = ?", [node_id]
+    ).fetchone()
+    if row is not None:
+        return Scope(*row)
+    level = node_id.split(":", 1)[0]
+    known = [r[0] for r in con.execute(
+        "SELECT node_id FROM mem_nodes WHERE level = ? ORDER BY node_id LIMIT ?",
+        [level, MAX_LISTED + 1]).fetchall()]
+    listed = ", ".join(known[:MAX_LISTED]) + (", ..." if len(known) > MAX_LISTED else "")
+    in_sot = con.execute(
+        f"SELECT count(*) FROM sot_{level}s WHERE {level}_id = ?", [node_id.split(":", 1)[1]]
+    ).fetchone()[0]
+    if in_sot:
+        raise ScopeError(f"scope {node_id!r} is in the source of truth but has no memory yet: "
+                         "run hltm index")
+    raise ScopeError(f"scope {node_id!r} is not in the tree; known {level}s: {listed or 'none'}")
+
+
+def check_open(path) -> None:
+    """Fail early with a clear message when the home has no memory."""
+    if not path.exists():
+        raise db.NoMemoryError(f"no memory store at {path}: run hltm load and hltm index first")

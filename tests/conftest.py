@@ -1,0 +1,50 @@
+"""Shared fixtures: a small generated world, loaded and built once per test session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hltm_resources.config import Settings
+from hltm_resources.sample import World, generate_world, write_snapshot
+
+SMALL = {"seed": 3, "accounts": 2, "seats_per_account": 2, "projects_per_seat": (3, 4)}
+
+
+def small_world() -> World:
+    return generate_world(**SMALL)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def world() -> World:
+    return small_world()
+
+
+@pytest.fixture(scope="session")
+def snapshot_dir(tmp_path_factory, world) -> Path:
+    return write_snapshot(world, tmp_path_factory.mktemp("snapshot"))
+
+
+@pytest.fixture(scope="session")
+def built_home(tmp_path_factory, snapshot_dir) -> Settings:
+    """A home with the small world loaded and fully built (plain indexer, no Dagster)."""
+    from hltm_resources.indexer import Indexer
+    from hltm_resources.loading import load_snapshot
+
+    settings = Settings(home=tmp_path_factory.mktemp("home"))
+    load_snapshot(settings, snapshot_dir)
+    indexer = Indexer(settings)
+    for level in ("project", "seat", "account"):
+        indexer.build(level, indexer.plan().keys(level))
+    return settings
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(home=tmp_path / "home")

@@ -1,0 +1,136 @@
+"""The Dagster layer: definitions load, per-partition lineage, assets through ``materialize``
+on real stores, the completeness check, and eager automation of exactly the ancestors."""
+
+import dagster as dg
+import pytest
+
+from hltm_assets.definitions import build_definitions, defs, level_job_name
+from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
+from hltm_assets.runner import dagster_instance, run_index
+from hltm_resources.checks import check_level
+from hltm_resources.config import Settings
+from hltm_resources.loading import load_snapshot
+from hltm_resources.resources import HLTMResource
+
+
+def test_definitions_load_on_an_empty_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HLTM_HOME", str(tmp_path / "empty"))
+    loaded = defs()
+    dg.Definitions.validate_loadable(loaded)
+    assert {k.to_user_string() for k in loaded.resolve_all_asset_keys()} == {
+        "project_memory", "seat_memory", "account_memory"}
+
+
+def test_lineage_is_declared_per_partition(built_home, world):
+    loaded = build_definitions(built_home)
+    dg.Definitions.validate_loadable(loaded)
+    seat = loaded.get_assets_def("seat_memory")
+    mapping = seat.get_partition_mapping(dg.AssetKey("project_memory"))
+    assert isinstance(mapping, dg.StaticPartitionMapping)
+    expected = {p["project_id"]: p["seat_id"] for p in world.projects}
+    assert dict(mapping.downstream_partition_keys_by_upstream_partition_key) == expected
+    account = loaded.get_assets_def("account_memory")
+    mapping = account.get_partition_mapping(dg.AssetKey("seat_memory"))
+    assert dict(mapping.downstream_partition_keys_by_upstream_partition_key) == {
+        s["seat_id"]: s["account_id"] for s in world.seats}
+    for level in ("project", "seat", "account"):
+        assert loaded.resolve_job_def(level_job_name(level))
+
+
+def test_partition_keys_are_in_path_order(built_home):
+    tree = tree_partitions(read_tree(built_home))
+    seats = [tree.topology.projects[k].parent_id for k in tree.projects.get_partition_keys()]
+    # The projects of one seat are contiguous, so a seat's batch of leaves is one range.
+    changes = sum(1 for a, b in zip(seats, seats[1:], strict=False) if a != b)
+    assert changes == len(set(seats)) - 1
+
+
+@pytest.mark.parametrize(
+    "keys,ranges",
+    [([], []), (["b"], [("b", "b")]), (["a", "b", "d"], [("a", "b"), ("d", "d")]),
+     (["e", "a", "c", "d"], [("a", "a"), ("c", "e")])],
+)
+def test_contiguous_ranges(keys, ranges):
+    assert contiguous_ranges(keys, ["a", "b", "c", "d", "e"]) == ranges
+
+
+@pytest.fixture
+def fresh_home(tmp_path, snapshot_dir):
+    settings = Settings(home=tmp_path / "home")
+    load_snapshot(settings, snapshot_dir)
+    return settings
+
+
+def test_assets_materialize_with_metadata_and_check(fresh_home, world):
+    loaded = build_definitions(fresh_home)
+    resource = HLTMResource.from_settings(fresh_home)
+    project = world.projects[0]
+    check = next(c for c in loaded.asset_checks
+                 if dg.AssetKey("project_memory") in {k.asset_key for k in c.check_keys})
+    leaf = dg.materialize([loaded.get_assets_def("project_memory"), check],
+                          partition_key=project["project_id"], resources={"hltm": resource},
+                          instance=dg.DagsterInstance.ephemeral())
+    assert leaf.success
+    meta = leaf.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["nodes_built"].value == 1
+    assert meta["node_id"].value == f"project:{project['project_id']}"
+    assert meta["facets"].value > 0 and meta["qa_pairs"].value > 0
+    assert meta["engine"].value == "extractive-v1"
+    assert meta["embed_model"].value == "all-MiniLM-L6-v2-onnx-int8"
+    assert meta["source_documents"].value == sum(
+        1 for d in world.documents if d["project_id"] == project["project_id"])
+    # The check fails while other leaves are missing, and names them.
+    check = leaf.get_asset_check_evaluations()[0]
+    assert not check.passed and check.metadata["nodes_with_problems"].value == len(
+        world.projects) - 1
+    assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
+    seat = dg.materialize(assets, selection=["seat_memory"], partition_key=project["seat_id"],
+                          resources={"hltm": resource}, instance=dg.DagsterInstance.ephemeral())
+    assert seat.success
+
+
+def test_stale_mapping_is_refused(fresh_home, world, snapshot_dir, tmp_path):
+    loaded = build_definitions(fresh_home)  # partitions read now
+    moved = dict(world.projects[0])
+    moved["seat_id"] = next(s["seat_id"] for s in world.seats if s["seat_id"] != moved["seat_id"])
+    import shutil
+
+    from tests.conftest import write_jsonl
+
+    snap = tmp_path / "v2"
+    shutil.copytree(snapshot_dir, snap)
+    write_jsonl(snap / "projects.jsonl", [moved] + [dict(p) for p in world.projects[1:]])
+    load_snapshot(fresh_home, snap)
+    assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
+    result = dg.materialize(assets, selection=["seat_memory"], partition_key=moved["seat_id"],
+                            resources={"hltm": HLTMResource.from_settings(fresh_home)},
+                            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    assert not result.success
+    assert "stale" in str(result.get_step_failure_events()[0].event_specific_data.error)
+
+
+def test_eager_automation_requests_exactly_the_ancestors(fresh_home, world):
+    first = run_index(fresh_home)
+    assert not first.failed
+    assert first.built == {"project": len(world.projects), "seat": len(world.seats),
+                           "account": len(world.accounts)}
+    assert first.runs == 3  # one partition-range run per level, not one per node
+    for level in ("project", "seat", "account"):
+        assert check_level(fresh_home, level).passed
+    loaded = build_definitions(fresh_home)
+    project = world.projects[-1]
+    account = next(s["account_id"] for s in world.seats if s["seat_id"] == project["seat_id"])
+    with dagster_instance(fresh_home) as instance:
+        tick = dg.evaluate_automation_conditions(loaded, instance)
+        assert tick.total_requested == 0
+        job = loaded.resolve_job_def(level_job_name("project"))
+        assert job.execute_in_process(instance=instance,
+                                      partition_key=project["project_id"]).success
+        tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
+        assert tick.total_requested == 1
+        assert tick.get_requested_partitions(dg.AssetKey("seat_memory")) == {project["seat_id"]}
+        job = loaded.resolve_job_def(level_job_name("seat"))
+        assert job.execute_in_process(instance=instance, partition_key=project["seat_id"]).success
+        tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
+        assert tick.get_requested_partitions(dg.AssetKey("account_memory")) == {account}
+        assert tick.total_requested == 1

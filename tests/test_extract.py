@@ -1,0 +1,149 @@
+"""Facet extraction and leaf reconciliation (pure functions, no model)."""
+
+import json
+
+import pytest
+
+from hltm_resources.engines.base import Hints
+from hltm_resources.engines.extract import (
+    canonical_key,
+    document_facets,
+    feedback_event,
+    reconcile,
+)
+from hltm_resources.engines.extractive import ExtractiveAgents
+from hltm_resources.models import Document, NodeInfo
+
+
+def doc(text, kind="requisition", doc_id="d1", updated="2026-01-01"):
+    return Document(doc_id, "p1", kind, text, updated)
+
+
+def facets_of(*docs):
+    raw = [f for d in docs for f in document_facets(d)]
+    return {(f.key, f.value) for f in reconcile(raw)}
+
+
+@pytest.mark.parametrize(
+    "raw,canonical",
+    [
+        ("Job Title", "title"),
+        ("office_location", "location"),
+        ("workplaceType", "workplace_type"),
+        ("posting_categories_location", "location"),
+        ("Required Skills", "skill"),
+        ("Management Level", "seniority"),
+        ("Remote Type", "workplace_type"),
+        ("requirements_skills", "skill"),
+        ("Favourite Colour", "favourite_colour"),
+    ],
+)
+def test_keys_are_normalized_onto_canonical_keys(raw, canonical):
+    assert canonical_key(raw) == canonical
+
+
+def test_flat_json_export():
+    text = json.dumps({"job_title": "Senior Data Engineer", "office_location": "Dublin, Ireland",
+                       "workplace": "Hybrid", "required_skills": ["Python", "P&L Management"],
+                       "req_id": "R-1", "created_at": "2026-01-01"})
+    got = facets_of(doc(text))
+    assert ("title", "Data Engineer") in got
+    assert ("seniority", "Senior") in got
+    assert ("location", "Dublin, Ireland") in got
+    assert ("workplace_type", "hybrid") in got
+    # JSON array items are never split, even when they contain '&' or '/'.
+    assert ("skill", "P&L Management") in got
+    assert not any(k in ("req_id", "created_at") for k, _ in got)
+
+
+def test_nested_json_export():
+    text = json.dumps({"posting": {"text": "Biostatistician",
+                                   "categories": {"location": "Berlin, Germany", "level": "Lead"},
+                                   "workplaceType": "remote"},
+                       "requirements": {"skills": ["R", "SAS"]}})
+    got = facets_of(doc(text))
+    assert {("title", "Biostatistician"), ("location", "Berlin, Germany"), ("seniority", "Lead"),
+            ("workplace_type", "remote"), ("skill", "R"), ("skill", "SAS")} <= got
+
+
+def test_key_value_lines():
+    text = "Job Posting Title: Store Manager\nPrimary Location: Austin, Texas\n" \
+           "Remote Type: On-site\nRequired Skills: Merchandising, Scheduling and Retail POS"
+    got = facets_of(doc(text))
+    assert {("title", "Store Manager"), ("location", "Austin, Texas"),
+            ("workplace_type", "on-site"), ("skill", "Merchandising"), ("skill", "Scheduling"),
+            ("skill", "Retail POS")} <= got
+
+
+def test_prose_brief_states_facets_explicitly():
+    text = ("We're hiring a senior frontend engineer to join our team based in Lisbon, Portugal. "
+            "The role is fully remote. Must-have skills: TypeScript, React and Next.js.")
+    got = facets_of(doc(text, kind="brief"))
+    assert ("title", "Frontend Engineer") in got
+    assert ("location", "Lisbon, Portugal") in got
+    assert ("workplace_type", "remote") in got
+    assert ("skill", "Next.js") in got
+
+
+def test_hiring_manager_is_not_a_title():
+    got = facets_of(doc("The hiring manager wants a shortlist soon.", kind="brief"))
+    assert not any(k == "title" for k, _ in got)
+
+
+@pytest.mark.parametrize(
+    "text,rejected,reason",
+    [
+        ("Candidate: Ana Silva\nDecision: Rejected\nReason: notice period too long", True,
+         "notice period too long"),
+        ("Debrief for Omar Haddad: we decided not to move forward because of weak system design "
+         "skills.", True, "weak system design skills"),
+        ("Interview feedback for Wen Zhang. Rejected due to salary expectations too high.", True,
+         "salary expectations too high"),
+        ("Candidate: Lena Novak\nDecision: Advanced\nNotes: strong SQL depth", False, None),
+    ],
+)
+def test_feedback_decisions_and_reasons(text, rejected, reason):
+    event = feedback_event(doc(text, kind="feedback"))
+    assert event is not None
+    assert event.rejected is rejected
+    assert event.reason == reason
+
+
+def test_conflicts_prefer_structured_then_latest():
+    req_old = doc(json.dumps({"job_title": "Data Engineer", "location": "Dublin"}), doc_id="d1",
+                  updated="2026-01-01")
+    req_new = doc(json.dumps({"job_title": "Data Engineer", "location": "Lisbon"}), doc_id="d2",
+                  updated="2026-02-01")
+    brief = doc("The role is based in Paris.", kind="brief", doc_id="d3", updated="2026-03-01")
+    got = facets_of(req_old, req_new, brief)
+    assert ("location", "Lisbon") in got
+    assert not {("location", "Dublin"), ("location", "Paris")} & got
+
+
+def test_multi_valued_keys_union_with_provenance():
+    a = doc("Candidate: A B\nDecision: Rejected\nReason: no visa sponsorship available",
+            kind="feedback", doc_id="f1")
+    b = doc("Candidate: C D\nDecision: Rejected\nReason: notice period too long",
+            kind="feedback", doc_id="f2")
+    facets = reconcile([f for d in (a, b) for f in document_facets(d)])
+    reasons = {f.value: f.source_ids for f in facets if f.key == "rejection_reason"}
+    assert reasons == {"no visa sponsorship available": ("f1",), "notice period too long": ("f2",)}
+
+
+def test_leaf_memory_is_deterministic_and_complete():
+    node = NodeInfo("project:p1", "project", "p1", "Data Platform", "seat:s1", "a/s1/p1")
+    docs = [doc(json.dumps({"job_title": "ML Engineer", "city": "Berlin"}), doc_id="d1"),
+            doc("Candidate: X Y\nDecision: Rejected\nReason: culture add concerns",
+                kind="feedback", doc_id="d2")]
+    one = ExtractiveAgents().build_leaf(node, docs, Hints())
+    two = ExtractiveAgents().build_leaf(node, list(reversed(docs)), Hints())
+    assert one.canonical() == two.canonical()
+    assert one.facets and one.qa and one.summary.concise
+    assert all(set(q.source_ids) <= {"d1", "d2"} for q in one.qa)
+    assert "Berlin" in one.summary.concise
+
+
+def test_leaf_without_documents_still_has_every_view():
+    node = NodeInfo("project:p9", "project", "p9", "Empty", "seat:s1", "a/s1/p9")
+    memory = ExtractiveAgents().build_leaf(node, [], Hints())
+    assert memory.facets and memory.qa and memory.summary.concise
