@@ -88,3 +88,51 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
                      "one_range_run_s": round(one_range, 2),
                      "ratio": round(one_by_one / one_range, 2)},
     }
+
+
+def bench_query(seed: int = 7, repeats: int = 3) -> dict:
+    """Retrieval latency (no LLM) on the demo tree: the first question of a process, the first
+    question in each scope, and later questions; flat document search timed in the same run."""
+    from hltm_resources.sample import make_queries
+    from query import Memory
+    from query.evaluation.baselines import ChunkIndex
+    from query.evaluation.metrics import percentile
+    from query.evaluation.run import build_memory
+
+    world = generate_world(seed=seed)
+    queries = make_queries(world, seed=seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(home=Path(tmp) / "home")
+        build_memory(settings, write_snapshot(world, Path(tmp) / "snapshot"))
+        mem = Memory(settings, log_queries=False)
+        t0 = time.perf_counter()
+        mem.retrieve(queries[0]["question"], scope=queries[0]["scope"])
+        first_in_process = (time.perf_counter() - t0) * 1000
+        first_in_scope, warm = [], []
+        seen: set[str] = set()
+        for _ in range(repeats):
+            for q in queries:
+                r = mem.retrieve(q["question"], scope=q["scope"])
+                (warm if q["scope"] in seen else first_in_scope).append(
+                    r.timings["retrieval_ms"])
+                seen.add(q["scope"])
+        chunks = ChunkIndex(settings, mem.embedder)
+        flat = []
+        for _ in range(repeats):
+            for q in queries:
+                t0 = time.perf_counter()
+                chunks.search(q["question"], 10, mem.resolve(q["scope"]).path)
+                flat.append((time.perf_counter() - t0) * 1000)
+    warm_p50 = percentile(warm, 50)
+    return {
+        "queries": len(queries) * repeats,
+        "first_question_of_process_ms": round(first_in_process, 1),
+        "first_question_in_scope_ms": {"p50": round(percentile(first_in_scope, 50), 1),
+                                       "p95": round(percentile(first_in_scope, 95), 1),
+                                       "n": len(first_in_scope)},
+        "hltm_retrieval_ms": {"p50": round(warm_p50, 1), "p95": round(percentile(warm, 95), 1),
+                              "n": len(warm)},
+        "flat_doc_search_ms": {"p50": round(percentile(flat, 50), 1),
+                               "p95": round(percentile(flat, 95), 1), "n": len(flat)},
+        "ratio_hltm_over_flat_p50": round(warm_p50 / percentile(flat, 50), 2),
+    }

@@ -83,6 +83,38 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    from query import Memory
+
+    settings = _settings(args)
+    if args.queries:
+        if not args.out:
+            raise CliError("--queries needs --out FILE (JSONL answers)")
+        from query.batch import answer_batch
+
+        show = not args.no_progress and sys.stderr.isatty() or args.progress
+        summary = answer_batch(settings, Path(args.queries), Path(args.out), show_progress=show)
+        for problem in summary["problems"]:
+            print(f"hltm: {problem}", file=sys.stderr)
+        print(f"answered {summary['answered']} of {summary['lines']} queries -> {args.out}"
+              + (f" ({len(summary['problems'])} bad lines skipped)" if summary["problems"]
+                 else ""), file=sys.stderr)
+        return EXIT_FAILED if summary["problems"] else 0
+    if not args.question or not args.scope:
+        raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
+    with Memory(settings) as mem:
+        result = mem.ask(args.question, scope=args.scope)
+    if args.json:
+        _print_json(result.as_dict())
+    else:
+        print(result.answer)
+        print(f"references: {', '.join(result.references) or '(none)'}")
+        t = result.timings
+        print(f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
+              f"LLM calls {result.llm_calls}")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from hltm_resources.stats import format_stats, tree_stats
 
@@ -123,6 +155,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
     out = write_snapshot(world, args.directory)
     print(f"wrote {len(world.accounts)} accounts, {len(world.seats)} seats, "
           f"{len(world.projects)} projects, {len(world.documents)} documents to {out}")
+    if args.queries:
+        from hltm_resources.sample import make_queries, write_queries
+
+        queries = make_queries(world, seed=args.seed)
+        write_queries(queries, args.queries)
+        print(f"wrote {len(queries)} benchmark queries with gold answers to {args.queries}")
     return 0
 
 
@@ -181,9 +219,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.which == "index":
         result = bench.bench_index(seed=args.seed)
+    elif args.which == "query":
+        result = bench.bench_query(seed=args.seed)
     else:  # pragma: no cover - argparse restricts choices
         raise CliError(f"unknown benchmark {args.which}")
     _print_json(result) if args.json else print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    show = not args.json and not args.no_progress and sys.stderr.isatty()
+    if args.benchmark == "hiring":
+        from query.evaluation.hiring import DEFAULT_SYSTEMS, markdown_table
+        from query.evaluation.run import eval_hiring
+
+        systems = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS
+        eval_settings = settings.with_home(settings.home / "eval" / f"hiring-{args.seed}")
+        scores, info = eval_hiring(eval_settings, seed=args.seed, systems=systems,
+                                   limit=args.limit, show_progress=show)
+        if args.json:
+            _print_json(scores)
+        else:
+            print(f"hiring benchmark: seed {info['seed']}, {info['queries']} queries, "
+                  f"home {eval_settings.home}\n")
+            print(markdown_table(scores, judged=info["judged"]))
+        return 0
+    from query.evaluation.public import run_public
+
+    if not args.data:
+        raise CliError(f"--benchmark {args.benchmark} needs --data PATH")
+    out = run_public(settings, args.benchmark, Path(args.data), limit=args.limit,
+                     show_progress=show)
+    if args.json:
+        _print_json(out["json"])
+    else:
+        print(out["markdown"])
     return 0
 
 
@@ -239,6 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "stderr is not a terminal")
     p.set_defaults(func=cmd_index)
 
+    p = sub.add_parser("ask", help="answer a question from memory, scoped to a node")
+    p.add_argument("question", nargs="?")
+    p.add_argument("--scope", help="node id: account:<id>, seat:<id> or project:<id>")
+    p.add_argument("--json", action="store_true", help="answer, references, contexts, timings")
+    p.add_argument("--queries", help="JSONL with query_id, scope, question per line")
+    p.add_argument("--out", help="JSONL answers for --queries")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--progress", action="store_true")
+    p.set_defaults(func=cmd_ask)
+
     p = sub.add_parser("stats", help="nodes and items per level and view")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
@@ -254,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seats", type=int, default=4, help="seats per account")
     p.add_argument("--min-projects", type=int, default=8)
     p.add_argument("--max-projects", type=int, default=14)
+    p.add_argument("--queries", help="also write benchmark queries with gold answers (JSONL)")
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("demo", help="generate, load, index and query a sample world (offline)")
@@ -261,8 +343,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_demo)
 
+    p = sub.add_parser("eval", help="evaluate HLTM against baselines on a benchmark")
+    p.add_argument("--benchmark", choices=["hiring", "locomo", "longmemeval"], default="hiring")
+    p.add_argument("--data", help="dataset file (locomo / longmemeval)")
+    p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
+    p.add_argument("--systems", help="comma-separated systems (default: all)")
+    p.add_argument("--limit", type=int, help="evaluate the first N queries / samples only")
+    p.add_argument("--json", action="store_true", help="one JSON object keyed by system")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
     p = sub.add_parser("bench", help="speed benchmarks (results go in BENCHMARKS.md)")
-    p.add_argument("which", choices=["index"])
+    p.add_argument("which", choices=["index", "query"])
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
@@ -286,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except USER_ERRORS as exc:
+    except (CliError, *USER_ERRORS) as exc:
         print(f"hltm: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

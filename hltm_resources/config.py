@@ -42,6 +42,7 @@ class Settings:
     max_retries: int = 4
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home).expanduser().resolve())
         if self.engine not in ENGINES:
             raise ConfigError(f"engine {self.engine!r} is unknown: use one of {', '.join(ENGINES)}")
         if self.embedder not in EMBEDDERS:

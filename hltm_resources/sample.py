@@ -245,14 +245,29 @@ def _project(rng: random.Random, world: World, seat_id: str, account_id: str, pi
                            "name": f"{truth.title} ({truth.location.split(',')[0]}) #{pid[-3:]}",
                            "updated_at": date})
     style = world.styles[account_id]
-    docs = [("requisition", _requisition(style, truth, rng)), ("brief", _brief(truth, rng))]
+    docs = []
+    if rng.random() < SUPERSEDED_SHARE:
+        # An earlier version of the requisition, since superseded (the location changed): a
+        # reader that trusts every document equally gets this project wrong.
+        old = replace(truth, location=rng.choice([x for x in LOCATIONS if x != truth.location]))
+        docs.append(("requisition", _requisition(style, old, rng), _earlier(date)))
+    docs += [("requisition", _requisition(style, truth, rng), date),
+             ("brief", _brief(truth, rng), date)]
     notes = [_feedback(truth, r, rng) for r in reasons]
     notes += [_feedback(truth, None, rng) for _ in range(rng.randint(0, 2))]
     rng.shuffle(notes)
-    docs += [("feedback", n) for n in notes]
-    for i, (kind, text) in enumerate(docs):
+    docs += [("feedback", n, date) for n in notes]
+    for i, (kind, text, updated) in enumerate(docs):
         world.documents.append({"doc_id": f"{pid}-d{i}", "project_id": pid, "kind": kind,
-                                "text": text, "updated_at": date})
+                                "text": text, "updated_at": updated})
+
+
+SUPERSEDED_SHARE = 0.12
+
+
+def _earlier(date: str) -> str:
+    year, month, day = (int(x) for x in date.split("-"))
+    return f"{year - 1}-{month:02d}-{day:02d}"
 
 
 def generate_world(seed: int = 7, accounts: int = 3, seats_per_account: int = 4,
@@ -375,3 +390,101 @@ def demo_questions(world: World) -> list[tuple[str, str]]:
         (f"account:{account}", "Are the roles usually remote, hybrid or on-site?"),
         (f"account:{account}", f"Which openings required {skill}?"),
     ]
+
+
+# -- benchmark queries -----------------------------------------------------------------------
+
+_SUMMARY_QUESTIONS = {
+    "title": "What roles does this {who} hire for most often?",
+    "location": "Where are the jobs usually located?",
+    "rejection_reason": "What are the most common rejection reasons?",
+    "workplace_type": "Are the roles usually remote, hybrid or on-site?",
+    "skill": "Which skills do the openings most often require?",
+}
+
+
+def _gold_distribution(counts: Counter, total: int, limit: int = 3) -> tuple[str, list[str]]:
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = ranked[0][1]
+    entities = [v for v, c in ranked if c == top or (c >= 2 and c >= top / 2)][:limit]
+    answer = "; ".join(f"{v} ({c} of {total} projects)" for v, c in ranked[:limit])
+    return answer, entities
+
+
+def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
+    """Benchmark queries with gold from the latent truth, at every seat and account scope.
+
+    Summary-style: top values with counts. Retrieval-style: the exact set of matching projects.
+    Leakage probes: a title or skill that exists only outside the scope (gold: none).
+    """
+    rng = random.Random(seed)
+    scopes = [f"seat:{s['seat_id']}" for s in world.seats]
+    scopes += [f"account:{a['account_id']}" for a in world.accounts]
+    all_titles = {t.title for t in world.truth.values()}
+    all_skills = {s for t in world.truth.values() for s in t.skills}
+    queries: list[dict] = []
+
+    def add(scope: str, kind: str, question: str, answer: str, refs: list[str],
+            entities: list[str], template: str, probe: bool = False) -> None:
+        queries.append({
+            "query_id": f"q{len(queries) + 1:04d}", "scope": scope, "question": question,
+            "type": kind, "gold_answer": answer, "gold_references": refs,
+            "gold_entities": entities, "template": template, "probe": probe,
+        })
+
+    for scope in scopes:
+        projects = sorted(scope_projects(world, scope), key=lambda t: t.project_id)
+        if not projects:
+            continue
+        who = "recruiter" if scope.startswith("seat:") else "organization"
+        for attribute, template in _SUMMARY_QUESTIONS.items():
+            answer, entities = _gold_distribution(value_counts(world, scope, attribute),
+                                                  len(projects))
+            add(scope, "summary", template.format(who=who), answer, [scope], entities, template)
+        pairs = sorted({(t.title, t.location) for t in projects})
+        for title, location in rng.sample(pairs, k=min(per_scope, len(pairs))):
+            refs = [f"project:{t.project_id}" for t in projects
+                    if t.title == title and t.location == location]
+            add(scope, "retrieval", f"Which of my searches were for {title} roles in {location}?",
+                f"{len(refs)} projects", refs, [title, location],
+                "which of my searches were for <title> roles in <location>")
+        skills = sorted({s for t in projects for s in t.skills})
+        for skill in rng.sample(skills, k=min(per_scope, len(skills))):
+            refs = [f"project:{t.project_id}" for t in projects if skill in t.skills]
+            add(scope, "retrieval", f"Which openings required {skill}?", f"{len(refs)} projects",
+                refs, [skill], "which openings required <skill>")
+        reasons = sorted({r for t in projects for r in t.rejection_reasons})
+        for reason in rng.sample(reasons, k=min(per_scope, len(reasons))):
+            refs = [f"project:{t.project_id}" for t in projects if reason in t.rejection_reasons]
+            add(scope, "retrieval",
+                f"In which searches did we reject someone because of {reason}?",
+                f"{len(refs)} projects", refs, [reason],
+                "in which searches did we reject someone because of <rejection_reason>")
+        combos = sorted({(t.title, r) for t in projects for r in t.rejection_reasons})
+        for title, reason in rng.sample(combos, k=min(1, len(combos))):
+            refs = [f"project:{t.project_id}" for t in projects
+                    if t.title == title and reason in t.rejection_reasons]
+            add(scope, "retrieval",
+                f"Which of my {title} searches rejected someone because of {reason}?",
+                f"{len(refs)} projects", refs, [title, reason],
+                "which of my <title> searches rejected someone because of <rejection_reason>")
+        foreign_titles = sorted(all_titles - {t.title for t in projects})
+        if foreign_titles:
+            title = rng.choice(foreign_titles)
+            add(scope, "retrieval", f"Which of my searches were for {title} roles?",
+                "None in scope.", [], [], "which of my searches were for <title> roles",
+                probe=True)
+        foreign_skills = sorted(all_skills - set(skills))
+        if foreign_skills:
+            skill = rng.choice(foreign_skills)
+            add(scope, "retrieval", f"Which openings required {skill}?", "None in scope.", [], [],
+                "which openings required <skill>", probe=True)
+    return queries
+
+
+def write_queries(queries: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries),
+                    encoding="utf-8")
+    return path

@@ -26,6 +26,8 @@ from hltm_resources.engines.base import ContextItem, NodeContext
 from hltm_resources.vectors import VectorStore, node_filter
 
 MAX_CACHED_ROWS = 20_000
+MAX_MATCHED_NODES = 500
+LEVEL_RANK = {"account": 0, "seat": 1, "project": 2}
 CANDIDATE_LIMIT = 400
 MAX_FACETS_PER_NODE = 12
 CACHED_SCOPES = 64
@@ -125,7 +127,15 @@ class Retriever:
 
     # -- facets --------------------------------------------------------------------------
     def facets(self, micro_vecs: np.ndarray, where: str, scope_key: str, k_facet: int,
-               top_k: int) -> list[NodeContext]:
+               top_k: int, valued: Sequence[bool] = (), match_cosine: float = 1.0,
+               max_matches: int = MAX_MATCHED_NODES,
+               keys: Sequence[str] = ()) -> list[NodeContext]:
+        """The top ``k_facet`` nodes by facet score, plus every node that matches each valued
+        micro-query (best cosine >= ``match_cosine``), up to ``max_matches`` in all: a
+        "which projects ..." question is not cut short by ``k_facet``.
+
+        Each node's facet set lists every facet of the micro-queries' ``keys`` first, then its
+        other facets by relevance, :data:`MAX_FACETS_PER_NODE` of those at most."""
         rows = self.rows("facets", where, scope_key)
         if rows is None:
             candidates: list[str] = []
@@ -151,10 +161,17 @@ class Retriever:
                 f"{rows.cols['key'][i]}: {rows.cols['value'][i]}", key=rows.cols["key"][i],
                 value=rows.cols["value"][i], support=rows.cols["support"][i],
                 source_ids=tuple(rows.cols["source_ids"][i])))
-        ranked = sorted(scores, key=lambda n: (-scores[n], n))[:k_facet]
+        ranked = sorted(scores, key=lambda n: (-scores[n], LEVEL_RANK[level_of[n]], n))
+        wanted = [i for i, v in enumerate(valued) if v]
+        matches = [n for n in ranked if wanted and all(best[n][i] >= match_cosine
+                                                      for i in wanted)]
+        top = ranked[:k_facet]
+        ranked = top + [n for n in matches if n not in top][: max(0, max_matches - len(top))]
         out = []
         for n in ranked:
-            items = sorted(by_node[n], key=lambda f: (-f.score, f.text))[:MAX_FACETS_PER_NODE]
+            items = sorted(by_node[n], key=lambda f: (-f.score, f.text))
+            asked = [f for f in items if f.key in keys]
+            items = asked + [f for f in items if f.key not in keys][:MAX_FACETS_PER_NODE]
             out.append(NodeContext(n, level_of[n], n, scores[n], 1, tuple(items), tuple(best[n])))
         return out
 

@@ -46,6 +46,8 @@ EXTRACTIVE_VERSION = "extractive-v1"
 MAX_LEAF_QA = 10
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
+#: Intermediate levels keep (almost) full distributions so that counts above them stay exact.
+MAX_VALUES_PER_KEY_INTERMEDIATE = 15
 
 _LEAF_QA = {
     "title": "What role is the {p} project hiring for?",
@@ -183,7 +185,7 @@ class ExtractiveAgents(MemoryAgents):
         children = sorted(children, key=lambda c: c[0].node_id)
         total = sum(m.leaf_count for _, m in children)
         child_ids = tuple(info.node_id for info, _ in children)
-        facets = merge_child_facets(children, total, hints)
+        facets = merge_child_facets(children, total, hints, top=node.parent_id is None)
         facets.append(Facet("project_count", str(total), total, child_ids))
         qa = self._parent_qa(node, children, facets, total, hints)
         summary = self._parent_summary(node, children, facets, total)
@@ -261,12 +263,14 @@ class ExtractiveAgents(MemoryAgents):
 
 
 def merge_child_facets(children: Sequence[tuple[NodeInfo, Memory]], total: int,
-                       hints: Hints) -> list[Facet]:
+                       hints: Hints, top: bool = True) -> list[Facet]:
     """Group equal values across children, sum their support and prune rare ones.
 
-    A value survives when it is backed by at least two projects (one for nodes of fewer than
-    five projects, or keys the adaptation hints emphasize); each key keeps its most supported
-    values only, at most :data:`MAX_VALUES_PER_KEY`.
+    At the top of the tree (``top``) a value survives when it is backed by at least two
+    projects (one for nodes of fewer than five projects, or keys the adaptation hints
+    emphasize), and each key keeps its :data:`MAX_VALUES_PER_KEY` most supported values.
+    Intermediate nodes only cap each key at :data:`MAX_VALUES_PER_KEY_INTERMEDIATE` values, so
+    the counts their parents sum stay exact.
     """
     support: dict[tuple[str, str], int] = Counter()
     forms: dict[tuple[str, str], Counter] = defaultdict(Counter)
@@ -286,8 +290,12 @@ def merge_child_facets(children: Sequence[tuple[NodeInfo, Memory]], total: int,
     emphasized = set(hints.facet_names)
     for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
         idents = sorted(by_key[key], key=lambda i: (-support[i], i[1]))
-        min_support = 1 if total < 5 or key in emphasized else 2
-        kept = [i for i in idents if support[i] >= min_support][:MAX_VALUES_PER_KEY]
+        if top:
+            min_support = 1 if total < 5 or key in emphasized else 2
+            cap = MAX_VALUES_PER_KEY
+        else:
+            min_support, cap = 1, MAX_VALUES_PER_KEY_INTERMEDIATE
+        kept = [i for i in idents if support[i] >= min_support][:cap]
         for ident in kept:
             display = sorted(forms[ident].items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
             out.append(Facet(key, display, support[ident], tuple(sorted(sources[ident]))))

@@ -35,7 +35,7 @@ LEVEL_RANK = {"account": 0, "seat": 1, "project": 2}
 
 _RETRIEVAL = re.compile(
     r"\b(?:(?:which|what)\s+(?:of\s+)?(?:my|our|the|his|her|their|these|those)?\s*"
-    r"(?:\w+\s+)?(?:searches|projects|openings|requisitions|reqs|jobs|positions|postings|"
+    r"(?:[\w./+-]+\s+){0,4}?(?:searches|projects|openings|requisitions|reqs|jobs|positions|postings|"
     r"hiring projects|vacancies)|in which\s+(?:\w+\s+)?(?:searches|projects|openings|roles|"
     r"requisitions|jobs)|list\s+(?:all\s+|the\s+|my\s+)*(?:projects|searches|openings)|"
     r"(?:find|show)(?: me)?\s+(?:all\s+|the\s+|my\s+)*(?:projects|searches|openings))\b",
@@ -151,10 +151,18 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
         if not m:
             continue
         slot = m.group(1).strip(" ?.,")
-        slot_tokens = [t for t in content_tokens(slot) if t not in _GENERIC_SLOT_WORDS]
-        if not slot_tokens or key in valued_keys:
+        slot_tokens = {t for t in content_tokens(slot) if t not in _GENERIC_SLOT_WORDS}
+        if not slot_tokens:
             continue
-        if any(set(content_tokens(v.value or "")) & set(slot_tokens) for v in micro if v.value):
+        covered: set[str] = set()
+        for v in micro:
+            if v.value and (v.key == key or key not in valued_keys):
+                covered |= set(content_tokens(v.value))
+        # The scope must hold a value that states the whole constraint: "Demand Forecasting"
+        # is not matched by a scope value "Forecasting".
+        if key in valued_keys and slot_tokens <= covered:
+            continue
+        if key not in valued_keys and slot_tokens & covered:
             continue
         if kind == "retrieval" or key in ("title", "skill"):
             unmatched.append(f"{humanize_key(key)}: {slot}")
@@ -162,13 +170,31 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
 
 
 def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
+    """Leaves whose facets match every valued micro-query (cosine >= MATCH_COSINE).
+
+    Without a facet view (ablations), leaves whose QA answers or summaries state every value.
+    """
     valued = [i for i, m in enumerate(context.parsed.micro) if m.value]
     if not valued:
         return []
-    return [
-        n for n in context.facets
-        if n.level == "project" and all(n.best[i] >= MATCH_COSINE for i in valued)
-    ]
+    if context.facets:
+        return [
+            n for n in context.facets
+            if n.level == "project" and all(n.best[i] >= MATCH_COSINE for i in valued)
+        ]
+    texts: dict[str, list[str]] = defaultdict(list)
+    scores: dict[str, float] = {}
+    for item in [*context.qa, *context.summaries]:
+        if item.level == "project":
+            texts[item.node_id] += [item.text, item.answer or "", item.detailed or ""]
+            scores[item.node_id] = max(scores.get(item.node_id, 0.0), item.score)
+    values = [fold(context.parsed.micro[i].value or "") for i in valued]
+    out = []
+    for node_id, parts in texts.items():
+        text = f" {fold(' '.join(parts))} "
+        if all(f" {v} " in text for v in values):
+            out.append(NodeContext(node_id, "project", node_id, scores[node_id], 1, ()))
+    return sorted(out, key=lambda n: (-n.score, n.node_id))
 
 
 def _constraint_text(parsed: ParsedQuery) -> str:

@@ -1,0 +1,1 @@
+"""The evaluation harness: the paper's metrics, its baselines in the same harness, benchmarks."""
