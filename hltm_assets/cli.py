@@ -68,7 +68,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                   f"accounts; purge {c['purged']}")
         return 0
     show = not args.json and not args.no_progress and sys.stderr.isatty() or args.progress
-    result = run_index(settings, full=args.full, show_progress=show)
+    result = run_index(settings, full=args.full, show_progress=show,
+                       reset_vectors=args.reset_vectors)
     out = result.as_json()
     if args.json:
         _print_json(out)
@@ -264,16 +265,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     settings.home.mkdir(parents=True, exist_ok=True)
-    from hltm_assets.runner import INSTANCE_YAML
-
-    config = settings.home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_YAML)
-    env = dict(os.environ, HLTM_HOME=str(settings.home), DAGSTER_HOME=str(settings.home))
-    workspace = Path(__file__).resolve().parent.parent / "workspace.yaml"
-    cmd = ["dagster", "dev", "-w", str(workspace), "-p", str(args.port)]
-    print(f"starting: {' '.join(cmd)}  (DAGSTER_HOME=HLTM_HOME={settings.home})")
-    return subprocess.call(cmd, env=env, cwd=workspace.parent)
+    # DAGSTER_HOME unset and the repo root as working directory: `dagster dev` then reads the
+    # repo's dagster.yaml, which keeps Dagster's storage in $HLTM_HOME (the CLI's instance).
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env["HLTM_HOME"] = str(settings.home)
+    root = Path(__file__).resolve().parent.parent
+    cmd = [str(Path(sys.executable).with_name("dagster")), "dev", "-w",
+           str(root / "workspace.yaml"), "-p", str(args.port)]
+    print(f"starting: HLTM_HOME={settings.home} {' '.join(cmd)}")
+    return subprocess.call(cmd, env=env, cwd=root)
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
@@ -303,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build every node whose inputs changed (through Dagster)")
     p.add_argument("--full", action="store_true", help="rebuild every node")
+    p.add_argument("--reset-vectors", action="store_true",
+                   help="drop the vector tables and rebuild everything (after changing the "
+                   "embedding model)")
     p.add_argument("--dry-run", action="store_true", help="list what would be built and why")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", action="store_true")

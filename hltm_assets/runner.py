@@ -22,11 +22,12 @@ from hltm_resources.config import Settings
 from hltm_resources.indexer import Plan
 from hltm_resources.resources import shared_indexer
 
+# No pool limits here: an in-process run that is killed would keep its pool slot forever (no
+# daemon monitors it) and every later `hltm index` would wait on it. Store writes tolerate
+# concurrent writers (short DuckDB transactions with lock retries); `dagster dev` (the repo's
+# dagster.yaml) still serializes its own runs with the `hltm_writer` pool.
 INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dagster dev` started
 # from the repo root with HLTM_HOME pointing here uses the same storage (repo dagster.yaml).
-concurrency:
-  pools:
-    default_limit: 1
 telemetry:
   enabled: false
 """
@@ -60,10 +61,12 @@ class IndexResult:
     runs: int = 0
     seconds: float = 0.0
     embedded_texts: int = 0
+    embedding_calls: int = 0
     #: Seconds inside the asset bodies, by phase (engine, embed, write), summed over runs.
     phases: dict[str, float] = field(default_factory=lambda: {"engine": 0.0, "embed": 0.0,
                                                               "write": 0.0})
     plan_seconds: float = 0.0
+    usage_encoding: str | None = None
 
     def as_json(self) -> dict:
         u = self.usage
@@ -76,7 +79,10 @@ class IndexResult:
             "prompt_tokens": u.get("prompt_tokens", 0),
             "completion_tokens": u.get("completion_tokens", 0),
             "cache_hits": u.get("cache_hits", 0),
+            "embedding_calls": self.embedding_calls,
             "embedded_texts": self.embedded_texts,
+            "retries": u.get("retries", 0),
+            "token_encoding": self.usage_encoding,
             "purged": len(self.plan.purge),
             "dagster_runs": self.runs,
             "failed_runs": self.failed,
@@ -84,11 +90,38 @@ class IndexResult:
         }
 
 
+def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
+    """One partition-range run; adds its timings to ``result``; True when it succeeded."""
+    run = job.execute_in_process(
+        instance=instance,
+        run_config=_QUIET,
+        tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end,
+              "hltm/trigger": "cli"},
+        raise_on_error=False,
+    )
+    result.runs += 1
+    if not run.success:
+        return False
+    events = run.get_asset_materialization_events()
+    if events:  # a range run attaches the same batch metadata to each key
+        meta = events[0].materialization.metadata
+        for phase in result.phases:
+            result.phases[phase] += float(meta[f"{phase}_seconds"].value)
+    return True
+
+
 def run_index(settings: Settings, full: bool = False, show_progress: bool = False,
-              plan: Plan | None = None) -> IndexResult:
-    """Build every node whose inputs changed (or all with ``full``), through Dagster."""
+              plan: Plan | None = None, reset_vectors: bool = False) -> IndexResult:
+    """Build every node whose inputs changed (or all with ``full``), through Dagster.
+
+    ``reset_vectors`` drops the LanceDB tables first and rebuilds everything: the way to move
+    a home to another embedding model (vectors of two models never share a table).
+    """
     t0 = time.perf_counter()
     indexer = shared_indexer(settings)
+    if reset_vectors:
+        indexer.vectors.drop_all()
+        full = True
     plan = plan or indexer.plan(full=full)
     result = IndexResult(plan, plan_seconds=time.perf_counter() - t0)
     indexer.purge(plan.purge)
@@ -101,7 +134,7 @@ def run_index(settings: Settings, full: bool = False, show_progress: bool = Fals
     tree = tree_partitions(read_tree(settings))
     defs = build_definitions(settings, tree=tree)
     usage0 = indexer.agents.usage.snapshot()
-    texts0 = indexer.embedder.texts
+    texts0, calls0 = indexer.embedder.texts, indexer.embedder.calls
     with dagster_instance(settings) as instance, progress.bar(total, show_progress):
         for level in ("project", "seat", "account"):
             keys = plan.keys(level)
@@ -110,27 +143,25 @@ def run_index(settings: Settings, full: bool = False, show_progress: bool = Fals
             job = defs.resolve_job_def(level_job_name(level))
             ordered = tree.of_level(level).get_partition_keys()
             for start, end in contiguous_ranges(keys, ordered):
-                run = job.execute_in_process(
-                    instance=instance,
-                    run_config=_QUIET,
-                    tags={ASSET_PARTITION_RANGE_START_TAG: start,
-                          ASSET_PARTITION_RANGE_END_TAG: end, "hltm/trigger": "cli"},
-                    raise_on_error=False,
-                )
-                result.runs += 1
                 n = ordered.index(end) - ordered.index(start) + 1
-                if run.success:
+                if _run(job, instance, start, end, result):
                     result.built[level] += n
-                    events = run.get_asset_materialization_events()
-                    if events:  # a range run attaches the same batch metadata to each key
-                        meta = events[0].materialization.metadata
-                        for phase in result.phases:
-                            result.phases[phase] += float(meta[f"{phase}_seconds"].value)
-                else:
-                    result.failed.append(f"{level}:{start}..{end} (run {run.run_id})")
+                    continue
+                if start == end:
+                    result.failed.append(f"{level}:{start}")
+                    continue
+                # Some node of the batch failed (the others were stored). Run each partition
+                # on its own, so Dagster marks failed exactly the partitions that failed.
+                for key in ordered[ordered.index(start) : ordered.index(end) + 1]:
+                    if _run(job, instance, key, key, result):
+                        result.built[level] += 1
+                    else:
+                        result.failed.append(f"{level}:{key}")
     after = indexer.agents.usage.snapshot()
     result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}
+    result.usage_encoding = after.get("token_encoding")
     result.embedded_texts = indexer.embedder.texts - texts0
+    result.embedding_calls = indexer.embedder.calls - calls0
     indexer.vectors.tidy()
     result.seconds = time.perf_counter() - t0
     return result

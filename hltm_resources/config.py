@@ -40,6 +40,7 @@ class Settings:
     concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 4
+    max_input_tokens: int = 6000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser().resolve())
@@ -72,6 +73,8 @@ class Settings:
             values["timeout_s"] = float(env["HLTM_TIMEOUT_S"])
         if env.get("HLTM_MAX_RETRIES"):
             values["max_retries"] = int(env["HLTM_MAX_RETRIES"])
+        if env.get("HLTM_MAX_INPUT_TOKENS"):
+            values["max_input_tokens"] = int(env["HLTM_MAX_INPUT_TOKENS"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

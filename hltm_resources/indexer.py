@@ -43,6 +43,18 @@ class StaleTopologyError(RuntimeError):
     """Dagster's partitions no longer match the source of truth."""
 
 
+class NodeBuildError(RuntimeError):
+    """Some nodes of a batch failed; the others were written, the failed ones kept their
+    last good memory."""
+
+    def __init__(self, failures: dict[str, str], built: int):
+        self.failures = failures
+        shown = "; ".join(f"{n}: {e}" for n, e in sorted(failures.items())[:5])
+        more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(f"{len(failures)} node(s) failed ({built} built and stored; the failed "
+                         f"ones keep their last good memory): {shown}{more}")
+
+
 @dataclass(frozen=True)
 class PlanItem:
     node_id: str
@@ -158,6 +170,7 @@ class Indexer:
     # -- planning ------------------------------------------------------------------------
     def plan(self, full: bool = False) -> Plan:
         """What an index run must rebuild, and why, from the SOT and the stored hashes."""
+        self.vectors.check_model()
         with db.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)
             states = read_states(con)
@@ -197,24 +210,39 @@ class Indexer:
               expected_children: Sequence[str] | None = None) -> BuildReport:
         """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
         report = BuildReport(level)
+        self.vectors.check_model()
         usage_before = self.agents.usage.snapshot()
         with db.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)
         nodes = _resolve(topo, level, raw_ids)
         if expected_children is not None:
             _check_children(topo, level, nodes, expected_children)
+        failures: dict[str, str] = {}
         for start in range(0, len(nodes), CHUNK):
             chunk = nodes[start : start + CHUNK]
-            self._build_chunk(topo, level, chunk, report, progress)
+            failures.update(self._build_chunk(topo, level, chunk, report, progress))
         after = self.agents.usage.snapshot()
         report.usage = {k: (after[k] - usage_before[k]) if isinstance(after[k], int) else after[k]
                         for k in after}
+        if failures:
+            raise NodeBuildError(failures, len(report.nodes))
         return report
 
+    def _memory_of(self, level: str, node: NodeInfo, docs, kids, memories, states):
+        if level == "project":
+            node_docs = docs[node.raw_id]
+            memory = self.agents.build_leaf(node, node_docs, self.hints)
+            return node, memory, self.leaf_hash(node, node_docs), len(node_docs)
+        children = [(c, memories[c.node_id]) for c in kids[node.node_id]
+                    if c.node_id in memories]
+        memory = self.agents.aggregate(node, children, self.hints)
+        return node, memory, self.parent_hash(node, kids[node.node_id], states), 0
+
     def _build_chunk(self, topo: Topology, level: str, chunk: list[NodeInfo],
-                     report: BuildReport, progress: Progress | None) -> None:
+                     report: BuildReport, progress: Progress | None) -> dict[str, str]:
+        """Build, embed and store one chunk; returns the nodes that failed, with why."""
         t0 = time.perf_counter()
-        items: list[tuple[NodeInfo, Memory, str, int]] = []
+        docs = kids = memories = states = None
         with db.connect(self.settings.duckdb_path, read_only=True) as con:
             if level == "project":
                 docs = read_documents(con, [n.raw_id for n in chunk])
@@ -222,19 +250,29 @@ class Indexer:
                 states = read_states(con)
                 kids = {n.node_id: topo.children(n) for n in chunk}
                 memories = read_memories(con, [c.node_id for cs in kids.values() for c in cs])
-        for node in chunk:
-            if level == "project":
-                node_docs = docs[node.raw_id]
-                memory = self.agents.build_leaf(node, node_docs, self.hints)
-                items.append((node, memory, self.leaf_hash(node, node_docs), len(node_docs)))
-            else:
-                children = [(c, memories[c.node_id]) for c in kids[node.node_id]
-                            if c.node_id in memories]
-                memory = self.agents.aggregate(node, children, self.hints)
-                items.append((node, memory, self.parent_hash(node, kids[node.node_id], states),
-                              0))
-            if progress:
-                progress(1)
+        items: list[tuple[NodeInfo, Memory, str, int]] = []
+        failures: dict[str, str] = {}
+
+        def one(node: NodeInfo):
+            try:
+                return self._memory_of(level, node, docs, kids, memories, states)
+            except (RuntimeError, ValueError) as exc:  # LLM output/transport errors, bad data
+                failures[node.node_id] = f"{type(exc).__name__}: {exc}"
+                return None
+            finally:
+                if progress:
+                    progress(1)
+
+        if getattr(self.agents, "parallel", False) and len(chunk) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+                results = list(pool.map(one, chunk))
+        else:
+            results = [one(node) for node in chunk]
+        items = [r for r in results if r is not None]
+        if not items:
+            return failures
         t1 = time.perf_counter()
         rows = self._vector_rows(items)
         t2 = time.perf_counter()
@@ -254,6 +292,7 @@ class Indexer:
             report.documents += n_docs
             report.per_node.append({"node_id": node.node_id, "facets": len(memory.facets),
                                     "qa": len(memory.qa), "documents": n_docs})
+        return failures
 
     def _vector_rows(self, items: list[tuple[NodeInfo, Memory, str, int]]) -> dict[str, pa.Table]:
         texts: dict[str, list[str]] = {t: [] for t in TABLES}

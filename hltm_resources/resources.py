@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
-from hltm_resources.config import Settings
+from hltm_resources.config import ConfigError, Settings
 from hltm_resources.indexer import Indexer
 
 _INDEXERS: dict[Settings, Indexer] = {}
@@ -43,6 +44,7 @@ class HLTMResource(dg.ConfigurableResource):
     concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 4
+    max_input_tokens: int = 6000
 
     def settings(self) -> Settings:
         return Settings(
@@ -57,6 +59,7 @@ class HLTMResource(dg.ConfigurableResource):
             concurrency=self.concurrency,
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
+            max_input_tokens=self.max_input_tokens,
         )
 
     def indexer(self) -> Indexer:
@@ -64,8 +67,17 @@ class HLTMResource(dg.ConfigurableResource):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HLTMResource:
-        """A resource for ``settings``; the API key comes from ``OPENAI_API_KEY`` via EnvVar."""
-        api_key = dg.EnvVar("OPENAI_API_KEY") if settings.api_key else None
+        """A resource for ``settings``; the API key comes from ``OPENAI_API_KEY`` via EnvVar.
+
+        A key is never put into resource config as a literal (Dagster would show and store
+        it): a key that did not come from ``OPENAI_API_KEY`` is refused.
+        """
+        api_key = None
+        if settings.api_key:
+            if os.environ.get("OPENAI_API_KEY") != settings.api_key:
+                raise ConfigError("Dagster runs read the API key from OPENAI_API_KEY (EnvVar); "
+                                  "set it there instead of passing it directly")
+            api_key = dg.EnvVar("OPENAI_API_KEY")
         return cls(
             home=str(settings.home),
             engine=settings.engine,
@@ -78,4 +90,5 @@ class HLTMResource(dg.ConfigurableResource):
             concurrency=settings.concurrency,
             timeout_s=settings.timeout_s,
             max_retries=settings.max_retries,
+            max_input_tokens=settings.max_input_tokens,
         )

@@ -118,6 +118,13 @@ class VectorStore:
         dim = meta.get(DIM_KEY)
         return (model.decode() if model else None, int(dim) if dim else None)
 
+    def check_model(self) -> None:
+        """Raise :class:`EmbeddingModelMismatch` if an existing table holds another model."""
+        for name in TABLES:
+            if self.exists(name):
+                self._tables.pop(name, None)
+                self.table(name)
+
     def table(self, name: str, create: bool = False):
         """Open (or create) a table after checking it holds this store's model."""
         if name in self._tables:
@@ -195,6 +202,13 @@ class VectorStore:
             .limit(limit)
             .to_arrow()
         )
+
+    def drop_all(self) -> None:
+        """Drop the three tables (switching embedding models: everything is rebuilt)."""
+        for name in TABLES:
+            if self.exists(name):
+                self.db.drop_table(name)
+        self._tables.clear()
 
     def purge_history(self) -> None:
         """Compact fragments and drop every old version, so deleted rows leave no copy."""

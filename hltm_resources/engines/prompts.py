@@ -20,11 +20,12 @@ FACETS_SYSTEM = """You are a helpful assistant specializing in extracting struct
 from the input text data. Only retain key information; no need to include all details (e.g., \
 detailed activities).
 
-Return a JSON object with key "facets" and value as a flattened dictionary, in which the key is \
-the facet name and the value is the corresponding extracted facet value in string format; no \
-nested information. Use short snake_case facet names; prefer these names when they apply: \
-{preferred}. When one facet has several values (e.g. several skills), join them with "; ".
-{{"facets": {{"<facet_name>": "<facet_value>", ...}}}}"""
+Return a JSON object with key "facets" and value as a flattened dictionary written as a list \
+of key-value pairs, in which the key is the facet name and the value is the corresponding \
+extracted facet value in string format; no nested information. Use short snake_case facet \
+names; prefer these names when they apply: {preferred}. When one facet has several values \
+(e.g. several skills), join them with "; ".
+{{"facets": [{{"key": "<facet_name>", "value": "<facet_value>"}}, ...]}}"""
 
 QA_SYSTEM = """Analyze text, produce 5-10 self-contained Q&A pairs covering only the most \
 critical info, and include a rationale explaining the result.
