@@ -21,6 +21,24 @@ class InvalidIdError(ValueError):
     """An id or node id that is malformed or unsafe."""
 
 
+_DOC_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:#/\-]{0,255}")
+
+
+def is_doc_id(value: object) -> bool:
+    """Document ids never reach a filter or a path, so they may also hold ``: # /``
+    (LoCoMo's ``D1:3``); still no quotes, spaces or control characters."""
+    return isinstance(value, str) and bool(_DOC_ID.fullmatch(value))
+
+
+def check_doc_id(value: object, what: str = "doc_id") -> str:
+    if not is_doc_id(value):
+        raise InvalidIdError(
+            f"{what} {repr(value)[:80]} is not a valid document id: use 1-256 characters from "
+            "letters, digits and '_ . @ : # / -', starting with a letter or digit"
+        )
+    return value  # type: ignore[return-value]
+
+
 def is_raw_id(value: object) -> bool:
     """True when ``value`` is a well-formed raw id (no level prefix)."""
     return isinstance(value, str) and bool(_RAW_ID.fullmatch(value)) and ".." not in value

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from hltm_resources.ids import check_raw_id, is_raw_id
+from hltm_resources.ids import check_doc_id, check_raw_id
 from hltm_resources.models import Document, NodeInfo, stable_hash
 
 FILES: dict[str, tuple[str, ...]] = {
@@ -132,13 +132,14 @@ def read_snapshot(directory: str | Path) -> Snapshot:
                                                     f"{'s' if len(wrong) > 1 else ''} "
                                                     + ", ".join(wrong) + " must be strings"))
                     continue
-                bad_ids = [f for f in fields if f.endswith("_id") and not is_raw_id(obj[f])]
-                if bad_ids:
-                    for f in bad_ids:
-                        try:
-                            check_raw_id(obj[f], f)
-                        except ValueError as exc:
-                            problems.append(SnapshotProblem(name, lineno, str(exc)))
+                bad = []
+                for f in (f for f in fields if f.endswith("_id")):
+                    try:
+                        (check_doc_id if f == "doc_id" else check_raw_id)(obj[f], f)
+                    except ValueError as exc:
+                        bad.append(str(exc))
+                if bad:
+                    problems.extend(SnapshotProblem(name, lineno, b) for b in bad)
                     continue
                 key = obj[id_field]
                 if key in seen:
