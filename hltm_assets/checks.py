@@ -1,14 +1,15 @@
-"""Asset checks: every node of a level has all three views and as many vectors as rows."""
-
+"""Asset checks: every node of a level has all three views and matching vectors; and the
+memory equals a full rebuild of the current source of truth (the nightly consistency check)."""
 
 import dagster as dg
 
 from hltm_resources.checks import check_level
 from hltm_resources.resources import HLTMResource
+from hltm_resources.verify import verify
 
 
 def build_checks(assets: list[dg.AssetsDefinition]) -> list[dg.AssetChecksDefinition]:
-    """One completeness check per level asset."""
+    """One completeness check per level asset (run with every materialization)."""
     checks = []
     for asset, level in zip(assets, ("project", "seat", "account"), strict=True):
 
@@ -31,3 +32,27 @@ def build_checks(assets: list[dg.AssetsDefinition]) -> list[dg.AssetChecksDefini
 
         checks.append(make())
     return checks
+
+
+def build_lossless_check(account_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    """Rebuild everything into a scratch home and compare node by node (expensive: it runs on
+    the nightly schedule, not with every materialization)."""
+
+    @dg.asset_check(
+        asset=account_asset,
+        name="memory_equals_full_rebuild",
+        description="Incrementally maintained memory equals a full rebuild of the current SOT "
+        "(byte-identical with the deterministic engine), and vectors match rows.",
+    )
+    def memory_equals_full_rebuild(hltm: HLTMResource) -> dg.AssetCheckResult:
+        report = verify(hltm.settings())
+        shown = dict(sorted({**report.differences, **report.vector_mismatches}.items())[:30])
+        return dg.AssetCheckResult(
+            passed=report.ok,
+            metadata={"nodes": report.nodes, "identical_nodes": report.identical,
+                      "differing_nodes": len(report.differences),
+                      "vector_mismatches": len(report.vector_mismatches),
+                      "differences": dg.MetadataValue.json(shown)},
+        )
+
+    return memory_equals_full_rebuild

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def cmd_load(args: argparse.Namespace) -> int:
               f"(projects added {d['projects_added']}, changed {d['projects_changed']}, "
               f"deleted {d['projects_deleted']}, moved {d['projects_moved']})")
         print("next: hltm index")
+        if d["projects_added"] or d["projects_deleted"] or d["projects_moved"] or \
+                d["seats_deleted"] or d["accounts_deleted"]:
+            print("the tree changed: if dagster dev is running, reload its code location "
+                  "(hltm reload) so its partitions follow; its sensor waits until then")
     return 0
 
 
@@ -116,6 +121,46 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_delete(args: argparse.Namespace) -> int:
+    from hltm_assets.runner import run_index
+    from hltm_resources.deletion import delete_node
+
+    settings = _settings(args)
+    report = delete_node(settings, args.node)
+    out = report.as_dict()
+    if not args.no_rebuild:
+        result = run_index(settings)
+        out["rebuilt"] = {k: v for k, v in result.as_json().items()
+                          if k in ("leaves_built", "seats_built", "accounts_built",
+                                   "failed_runs")}
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"deleted {out['node_id']}: {out['projects_deleted']} projects, "
+              f"{out['documents_deleted']} documents; memory rows, vectors (every table "
+              "version), cached replies and query-log rows erased")
+        if "rebuilt" in out:
+            print(f"rebuilt ancestors: {', '.join(out['ancestors_to_rebuild']) or 'none'}")
+        else:
+            print("ancestors emptied and marked for rebuild: run hltm index")
+    return EXIT_FAILED if out.get("rebuilt", {}).get("failed_runs") else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from hltm_resources.verify import verify
+
+    report = verify(_settings(args))
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        state = "identical to" if report.ok else "DIFFERENT from"
+        print(f"memory is {state} a full rebuild of the source of truth: {report.identical} of "
+              f"{report.nodes} nodes identical")
+        for node, why in sorted({**report.differences, **report.vector_mismatches}.items())[:50]:
+            print(f"  {node}: {why}")
+    return 0 if report.ok else EXIT_FAILED
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from hltm_resources.stats import format_stats, tree_stats
 
@@ -173,13 +218,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     t0 = time.perf_counter()
-    snapshot = settings.home / "demo-snapshot"
     world = generate_world(seed=args.seed)
-    write_snapshot(world, snapshot)
     print(f"1. generated a recruiting world (seed {args.seed}): {len(world.accounts)} accounts, "
           f"{len(world.seats)} recruiters, {len(world.projects)} projects, "
-          f"{len(world.documents)} documents -> {snapshot}")
-    report = load_snapshot(settings, snapshot)
+          f"{len(world.documents)} documents (hltm sample DIR writes it as a snapshot)")
+    with tempfile.TemporaryDirectory(prefix="hltm-demo-") as tmp:
+        report = load_snapshot(settings, write_snapshot(world, Path(tmp) / "snapshot"))
     print(f"2. loaded it into the source of truth ({report.projects} projects)")
     show = sys.stderr.isatty() and not args.no_progress
     result = run_index(settings, show_progress=show)
@@ -222,6 +266,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         result = bench.bench_index(seed=args.seed)
     elif args.which == "query":
         result = bench.bench_query(seed=args.seed)
+    elif args.which == "incremental":
+        result = bench.bench_incremental()
     else:  # pragma: no cover - argparse restricts choices
         raise CliError(f"unknown benchmark {args.which}")
     _print_json(result) if args.json else print(json.dumps(result, indent=2))
@@ -323,6 +369,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true")
     p.set_defaults(func=cmd_ask)
 
+    p = sub.add_parser("delete", help="erase a project, seat or account everywhere, rebuild "
+                       "its ancestors")
+    p.add_argument("node", help="project:<id>, seat:<id> or account:<id>")
+    p.add_argument("--no-rebuild", action="store_true",
+                   help="only erase (ancestors stay empty until the next hltm index)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("verify", help="compare memory with a full rebuild of the SOT, by node")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
+
     p = sub.add_parser("stats", help="nodes and items per level and view")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
@@ -357,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", help="speed benchmarks (results go in BENCHMARKS.md)")
-    p.add_argument("which", choices=["index", "query"])
+    p.add_argument("which", choices=["index", "query", "incremental"])
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)

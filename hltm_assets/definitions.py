@@ -12,8 +12,9 @@ import warnings
 import dagster as dg
 
 from hltm_assets.assets import build_assets
-from hltm_assets.checks import build_checks
+from hltm_assets.checks import build_checks, build_lossless_check
 from hltm_assets.partitions import LEVEL_ASSETS, TreePartitions, read_tree, tree_partitions
+from hltm_assets.sensors import build_sensor
 from hltm_resources.config import Settings
 from hltm_resources.resources import HLTMResource
 
@@ -23,7 +24,7 @@ def level_job_name(level: str) -> str:
 
 
 def build_definitions(settings: Settings, tree: TreePartitions | None = None) -> dg.Definitions:
-    """Assets, checks, one job per level and the automation sensor for ``settings``' home."""
+    """Assets, checks, one job per level, the sensors and the nightly consistency schedule."""
     tree = tree or tree_partitions(read_tree(settings))
     with warnings.catch_warnings():
         # backfill_policy and pool are marked beta in Dagster 1.13; we rely on both knowingly.
@@ -31,12 +32,20 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
         warnings.simplefilter("ignore", dg.PreviewWarning)
         assets = build_assets(tree)
     checks = build_checks(assets)
-    jobs = [
-        dg.define_asset_job(level_job_name(level), selection=[asset],
-                            partitions_def=tree.of_level(level),
-                            description=f"Build {level} memory for a partition range.")
-        for level, asset in zip(("project", "seat", "account"), assets, strict=True)
-    ]
+    lossless = build_lossless_check(assets[2])
+    jobs = {
+        level: dg.define_asset_job(
+            level_job_name(level),
+            selection=dg.AssetSelection.assets(asset).without_checks()
+            | dg.AssetSelection.checks(check),
+            partitions_def=tree.of_level(level),
+            description=f"Build {level} memory for a partition range.")
+        for level, asset, check in zip(("project", "seat", "account"), assets, checks,
+                                       strict=True)
+    }
+    consistency = dg.define_asset_job(
+        "hltm_consistency_job", selection=dg.AssetSelection.checks(lossless, *checks),
+        description="Every node complete, and memory equal to a full rebuild of the SOT.")
     automation = dg.AutomationConditionSensorDefinition(
         "hltm_automation",
         target=dg.AssetSelection.assets(*assets[1:]),
@@ -44,11 +53,17 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
         minimum_interval_seconds=30,
         description="Rebuilds seats and accounts after their children change (eager).",
     )
+    sensor = build_sensor(tree, jobs)
+    nightly = dg.ScheduleDefinition(
+        name="hltm_nightly_consistency", job=consistency, cron_schedule="0 3 * * *",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Nightly: full rebuild into a scratch home, compared node by node.")
     return dg.Definitions(
         assets=assets,
-        asset_checks=checks,
-        jobs=jobs,
-        sensors=[automation],
+        asset_checks=[*checks, lossless],
+        jobs=[*jobs.values(), consistency],
+        sensors=[automation, sensor],
+        schedules=[nightly],
         resources={"hltm": HLTMResource.from_settings(settings)},
     )
 

@@ -7,6 +7,7 @@ process holds the lock, :func:`connect` retries with backoff until ``timeout_s``
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -121,6 +122,26 @@ def init_schema(path: Path) -> None:
             raise RuntimeError(
                 f"{path} has schema version {row[0]}, this HLTM expects {SCHEMA_VERSION}"
             )
+
+
+def rewrite_file(path: Path, timeout_s: float = 60.0) -> None:
+    """Copy the database into a fresh file and swap it in.
+
+    DuckDB keeps deleted rows in freed blocks of the file (VACUUM does not reclaim them), so
+    after an erasure the only way to make sure no copy remains in the file is to rewrite it.
+    """
+    path = Path(path)
+    fresh = path.with_name(path.name + ".rewrite")
+    for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    with connect(path, timeout_s=timeout_s) as con:
+        con.execute("CHECKPOINT")
+        name = con.execute("SELECT current_database()").fetchone()[0]
+        con.execute(f"ATTACH '{fresh}' AS hltm_fresh")
+        con.execute(f'COPY FROM DATABASE "{name}" TO hltm_fresh')
+        con.execute("DETACH hltm_fresh")
+        os.replace(fresh, path)  # atomic; still under our lock
+    path.with_name(path.name + ".wal").unlink(missing_ok=True)
 
 
 @contextmanager

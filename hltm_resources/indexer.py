@@ -35,6 +35,7 @@ from hltm_resources.vectors import TABLES, VectorStore
 
 INPUT_HASH_VERSION = 1
 CHUNK = 48
+EMBED_CACHE_SIZE = 50_000
 
 Progress = Callable[[int], None]
 
@@ -61,6 +62,9 @@ class PlanItem:
     level: str
     raw_id: str
     reason: str
+    #: The node's current input hash where it is known before building (leaves; parents whose
+    #: children are all built); "" otherwise.
+    input_hash: str = ""
 
 
 @dataclass
@@ -88,7 +92,8 @@ class Plan:
 
     def as_dict(self) -> dict:
         return {
-            "build": {lv: [{"node_id": i.node_id, "reason": i.reason} for i in items]
+            "build": {lv: [{"node_id": i.node_id, "reason": i.reason, "input_hash": i.input_hash}
+                           for i in items]
                       for lv, items in self.build.items()},
             "purge": list(self.purge),
             "orphan_vectors": list(self.orphan_vectors),
@@ -140,8 +145,11 @@ class Indexer:
         agents: MemoryAgents | None = None,
         embedder: Embedder | None = None,
         hints: Hints | None = None,
+        write_vectors: bool = True,
     ):
         self.settings = settings
+        self.write_vectors = write_vectors
+        self._vec_cache: dict[str, np.ndarray] = {}
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
         db.init_schema(settings.duckdb_path)
@@ -179,9 +187,11 @@ class Indexer:
         leaf_dirty: set[str] = set()
         for raw, node in topo.projects.items():
             st = states.get(node.node_id)
-            reason = _reason(full, st, self.leaf_hash(node, docs[raw]), node)
+            leaf_hash = self.leaf_hash(node, docs[raw])
+            reason = _reason(full, st, leaf_hash, node)
             if reason:
-                plan.build["project"].append(PlanItem(node.node_id, "project", raw, reason))
+                plan.build["project"].append(PlanItem(node.node_id, "project", raw, reason,
+                                                      leaf_hash))
                 leaf_dirty.add(node.node_id)
         known = {n.node_id for lv in LEVELS for n in topo.level(lv).values()}
         plan.purge = sorted(n for n in states if n not in known)
@@ -198,10 +208,12 @@ class Indexer:
                 reason = _reason(full, st, None, node)
                 if not reason:
                     reason = _child_reason(node, children, states, dirty)
-                if not reason and st.input_hash != self.parent_hash(node, children, states):
+                current = self.parent_hash(node, children, states)
+                if not reason and st.input_hash != current:
                     reason = "inputs changed"
                 if reason:
-                    plan.build[level].append(PlanItem(node.node_id, level, raw, reason))
+                    known = "" if any(c.node_id in dirty for c in children) else current
+                    plan.build[level].append(PlanItem(node.node_id, level, raw, reason, known))
                     dirty.add(node.node_id)
         return plan
 
@@ -274,9 +286,12 @@ class Indexer:
         if not items:
             return failures
         t1 = time.perf_counter()
-        rows = self._vector_rows(items)
-        t2 = time.perf_counter()
-        self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
+        if self.write_vectors:
+            rows = self._vector_rows(items)
+            t2 = time.perf_counter()
+            self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
+        else:
+            t2 = t1
         with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
             write_memories(con, items, BuildMeta(self.agents.engine_id, self.embedder.model_id,
                                                  self.hints.version))
@@ -328,7 +343,7 @@ class Indexer:
             cols["summaries"]["name"].append(node.name)
             cols["summaries"]["leaf_count"].append(memory.leaf_count)
         all_texts = [t for name in TABLES for t in texts[name]]
-        vectors = self.embedder.embed(all_texts)
+        vectors = self._embed_cached(all_texts)
         out: dict[str, pa.Table] = {}
         offset = 0
         for name in TABLES:
@@ -342,6 +357,20 @@ class Indexer:
             schema = self.vectors_schema(name)
             out[name] = pa.table({f.name: data[f.name] for f in schema}, schema=schema)
         return out
+
+    def _embed_cached(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts``, reusing vectors of texts this process embedded before (facets like
+        ``workplace_type: remote`` recur in thousands of nodes). A text's vector does not
+        depend on its batch, so this changes nothing but time. In memory only."""
+        missing = sorted({t for t in texts if t not in self._vec_cache})
+        if missing:
+            fresh = self.embedder.embed(missing)
+            if len(self._vec_cache) + len(missing) > EMBED_CACHE_SIZE:
+                self._vec_cache.clear()
+            self._vec_cache.update(zip(missing, fresh, strict=True))
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._vec_cache[t] for t in texts])
 
     def vectors_schema(self, name: str) -> pa.Schema:
         from hltm_resources.vectors import table_schema

@@ -30,6 +30,7 @@ def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
         scrub_database(con, gone, invalidate, [f"project:{p}" for p in report.deleted])
     if gone or invalidate or report.deleted:
         erase_everywhere(settings, gone + invalidate)
+        db.rewrite_file(settings.duckdb_path)  # no freed block keeps deleted documents
     return report
 
 

@@ -8,6 +8,7 @@ model is an error that names both.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -216,8 +217,12 @@ class VectorStore:
             if not self.exists(name):
                 continue
             # Compaction rewrites fragments without the deleted rows; pruning with a zero
-            # retention then removes every older version's files.
-            self.table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            # retention then removes every older version's files. A reader holding an older
+            # version fails its query (and retries on the latest): erasure wins over it.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                self.table(name).optimize(cleanup_older_than=timedelta(0),
+                                          delete_unverified=True)
 
     def tidy(self, keep_versions_for: timedelta = timedelta(hours=1)) -> None:
         """Compact small fragments and drop versions older than ``keep_versions_for``."""

@@ -141,7 +141,7 @@ class LLMClient:
                 if validate:
                     validate(parsed)
             except (ValidationError, ValueError) as exc:
-                last_error = _short(str(exc))
+                last_error = _describe(exc)
                 if attempt == budget:
                     break
                 self.usage.add(retries=1)
@@ -205,6 +205,15 @@ class LLMClient:
         elif self.usage.token_encoding is None:
             self.usage.token_encoding = "api usage"
         self.usage.add(llm_calls=1, prompt_tokens=int(prompt), completion_tokens=int(completion))
+
+
+def _describe(exc: Exception) -> str:
+    """A validation error without the offending input: error messages end up in Dagster's
+    event log, and the input may quote documents (which must be erasable)."""
+    if isinstance(exc, ValidationError):
+        return _short("; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
+                                for e in exc.errors(include_input=False, include_url=False)))
+    return _short(str(exc))
 
 
 def _strip_fences(text: str) -> str:

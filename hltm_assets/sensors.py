@@ -1,0 +1,46 @@
+"""The nearline sensor: keep memory fresh as the source of truth changes."""
+
+import json
+import time
+
+import dagster as dg
+
+from hltm_assets.partitions import TreePartitions, read_tree
+from hltm_resources.nearline import decide
+from hltm_resources.resources import HLTMResource
+
+
+def build_sensor(tree: TreePartitions, jobs: dict,
+                 interval_s: int = 30) -> dg.SensorDefinition:
+    """Requests leaf runs for changed projects (run keys carry the input hash) and parent runs
+    automation missed; skips, saying why, when the tree changed since the location loaded."""
+
+    @dg.sensor(
+        name="hltm_sot_changes",
+        minimum_interval_seconds=interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        jobs=list(jobs.values()),
+        description="Rebuilds the leaves whose documents changed in the source of truth.",
+    )
+    def hltm_sot_changes(context: dg.SensorEvaluationContext, hltm: HLTMResource):
+        settings = hltm.settings()
+        if not settings.duckdb_path.exists():
+            return dg.SkipReason(f"no source of truth at {settings.duckdb_path} yet")
+        plan = hltm.indexer().plan()
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        decision = decide(plan, tree.topology, read_tree(settings), cursor, time.time())
+        new_cursor = json.dumps(decision.cursor, sort_keys=True)
+        if decision.skip_reason:
+            context.update_cursor(new_cursor)
+            return dg.SkipReason(decision.skip_reason)
+        return dg.SensorResult(
+            run_requests=[
+                dg.RunRequest(job_name=jobs[r.level].name, partition_key=r.raw_id,
+                              run_key=r.run_key,
+                              tags={"hltm/trigger": "sensor", "hltm/reason": r.reason[:200]})
+                for r in decision.requests
+            ],
+            cursor=new_cursor,
+        )
+
+    return hltm_sot_changes

@@ -1,0 +1,86 @@
+"""What the nearline sensor asks for, decided from the plan (pure; tested without Dagster).
+
+- Leaves whose inputs changed are requested at once, with the input hash in the run key (a
+  second tick, or a second sensor, asking for the same content collapses onto the same key).
+- Parents normally follow through Dagster's eager automation. A parent whose stored input hash
+  still differs from its children's after ``grace`` seconds (automation missed it: a child was
+  rebuilt right after the parent) is requested by the sensor. A parent emptied by a deletion is
+  requested at once: eager never fires on a deletion.
+- If the tree changed since the code location loaded (new, deleted or moved nodes), nothing is
+  requested: partitions and mappings are stale until the location is reloaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hltm_resources.indexer import Plan
+from hltm_resources.sot import Topology
+
+GRACE_S = 180.0
+
+
+@dataclass(frozen=True)
+class Request:
+    level: str
+    raw_id: str
+    run_key: str
+    reason: str
+
+
+@dataclass
+class Decision:
+    requests: list[Request] = field(default_factory=list)
+    skip_reason: str | None = None
+    cursor: dict = field(default_factory=dict)
+
+
+def topology_change(loaded: Topology, now: Topology) -> str | None:
+    """A description of how the tree changed since ``loaded``, or None if it did not."""
+    parts = []
+    for level in ("account", "seat", "project"):
+        a, b = loaded.level(level), now.level(level)
+        added, removed = sorted(set(b) - set(a)), sorted(set(a) - set(b))
+        moved = sorted(k for k in set(a) & set(b) if a[k].parent_id != b[k].parent_id)
+        for what, ids in (("new", added), ("deleted", removed), ("moved", moved)):
+            if ids:
+                parts.append(f"{len(ids)} {what} {level}(s) ({', '.join(ids[:3])}"
+                             f"{', ...' if len(ids) > 3 else ''})")
+    return "; ".join(parts) or None
+
+
+def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, now: float,
+           grace: float = GRACE_S) -> Decision:
+    change = topology_change(loaded, now_topology)
+    if change:
+        return Decision(skip_reason=(
+            f"the tree changed since the code location loaded: {change}. Reload it (hltm reload, "
+            "or 'Reload definitions' in the UI); nothing is built against a stale mapping."),
+            cursor=cursor)
+    decision = Decision()
+    first_seen: dict[str, list] = dict(cursor.get("stale_since", {}))
+    still_stale: dict[str, list] = {}
+    for item in plan.build["project"]:
+        key = f"{item.node_id}:{item.input_hash[:16]}"
+        decision.requests.append(Request("project", item.raw_id, key, item.reason))
+    for level in ("seat", "account"):
+        for item in plan.build[level]:
+            if not item.input_hash:
+                continue  # a child is about to be rebuilt; automation follows it
+            key = f"{item.node_id}:{item.input_hash[:16]}"
+            if item.reason.startswith("invalidated"):
+                decision.requests.append(Request(level, item.raw_id, key, item.reason))
+                continue
+            since = first_seen.get(item.node_id)
+            if since is None or since[0] != key:
+                since = [key, now]
+            still_stale[item.node_id] = since
+            if now - since[1] >= grace:
+                decision.requests.append(Request(
+                    level, item.raw_id, key,
+                    f"{item.reason}; still stale after {grace:.0f} s (automation did not follow)"))
+    decision.cursor = {"stale_since": still_stale}
+    if not decision.requests:
+        waiting = f"; {len(still_stale)} parent(s) left to automation" if still_stale else ""
+        decision.skip_reason = f"memory is up to date with the source of truth{waiting}"
+    return decision
