@@ -161,6 +161,65 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else EXIT_FAILED
 
 
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from hltm_resources import adaptation
+
+    settings = _settings(args)
+    if args.approve is not None:
+        proposal = adaptation.approve(settings, args.approve)
+        from hltm_resources.resources import forget_indexers, shared_indexer
+
+        forget_indexers()
+        stale = shared_indexer(settings).plan().counts()
+        out = {"approved": proposal.version, "stale": stale}
+        if args.json:
+            _print_json(out)
+        else:
+            print(f"hints v{proposal.version} are active ({len(proposal.patterns)} patterns, "
+                  f"{len(proposal.facets)} facet names); memory to rebuild: {stale['leaves']} "
+                  f"leaves, {stale['seats']} seats, {stale['accounts']} accounts (hltm index, or "
+                  "the sensor under dagster dev)")
+        return 0
+    if not args.review:
+        auto = args.auto_approve or os.environ.get("HLTM_ADAPT_AUTO_APPROVE") == "1"
+        params = adaptation.MiningParams(window_days=args.window_days,
+                                         min_queries=args.min_queries,
+                                         min_scopes=args.min_scopes)
+        proposal, created = adaptation.propose(settings, params, auto_approve=auto)
+        if not args.json:
+            if created:
+                print(f"mined {proposal.queries} distinct queries: proposal v{proposal.version} "
+                      f"({proposal.status}) with {len(proposal.patterns)} patterns and "
+                      f"{len(proposal.facets)} facet names")
+            else:
+                print("the query log supports the hints already active; nothing new to propose")
+    view = adaptation.review(settings)
+    if args.json:
+        _print_json(view)
+        return 0
+    if view["version"] is None:
+        print("no proposal yet: run hltm adapt (after some hltm ask)")
+        return 0
+    print(f"proposal v{view['version']} ({view['status']}; active: "
+          f"{'v' + str(view['active_version']) if view['active_version'] else 'none'}), "
+          f"from {view['queries']} distinct queries")
+    for p in view["patterns"]:
+        mark = "+" if p["pattern"] in view["diff"]["patterns_added"] else " "
+        print(f" {mark} pattern {p['pattern']!r}: {p['support_queries']} queries, "
+              f"{p['support_scopes']} scopes")
+    for f in view["facets"]:
+        mark = "+" if f["key"] in view["diff"]["facets_added"] else " "
+        print(f" {mark} facet {f['key']}: {f['support_queries']} queries, "
+              f"{f['support_scopes']} scopes")
+    for p in view["diff"]["patterns_removed"]:
+        print(f" - pattern {p!r}")
+    for f in view["diff"]["facets_removed"]:
+        print(f" - facet {f}")
+    if view["status"] == "proposed":
+        print(f"approve with: hltm adapt --approve {view['version']}")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from hltm_resources.stats import format_stats, tree_stats
 
@@ -283,6 +342,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         systems = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS
         eval_settings = settings.with_home(settings.home / "eval" / f"hiring-{args.seed}")
+        if args.adaptation:
+            from query.evaluation.adaptation_eval import eval_adaptation, markdown
+
+            eval_hiring(eval_settings, seed=args.seed, systems=(), limit=1)  # builds the world
+            result = eval_adaptation(eval_settings, seed=args.seed)
+            _print_json(result) if args.json else print(markdown(result))
+            return 0
         scores, info = eval_hiring(eval_settings, seed=args.seed, systems=systems,
                                    limit=args.limit, show_progress=show)
         if args.json:
@@ -377,6 +443,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_delete)
 
+    p = sub.add_parser("adapt", help="mine the query log into hints (patterns, facet names)")
+    p.add_argument("--review", action="store_true", help="show the latest proposal and its diff")
+    p.add_argument("--approve", type=int, metavar="VERSION", help="activate a proposal")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="activate what is mined (also HLTM_ADAPT_AUTO_APPROVE=1)")
+    p.add_argument("--window-days", type=float, default=30.0)
+    p.add_argument("--min-queries", type=int, default=3,
+                   help="minimum distinct questions supporting a pattern or facet name")
+    p.add_argument("--min-scopes", type=int, default=2,
+                   help="minimum distinct scopes supporting a pattern or facet name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_adapt)
+
     p = sub.add_parser("verify", help="compare memory with a full rebuild of the SOT, by node")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
@@ -410,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
     p.add_argument("--systems", help="comma-separated systems (default: all)")
     p.add_argument("--limit", type=int, help="evaluate the first N queries / samples only")
+    p.add_argument("--adaptation", action="store_true",
+                   help="hiring: before/after adaptation, hints mined from a training half of "
+                   "the scopes, measured on the other half")
     p.add_argument("--json", action="store_true", help="one JSON object keyed by system")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_eval)

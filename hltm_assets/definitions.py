@@ -11,6 +11,7 @@ import warnings
 
 import dagster as dg
 
+from hltm_assets.adaptation import QUERY_LOG, adaptation_hints, adaptation_job, daily_adaptation
 from hltm_assets.assets import build_assets
 from hltm_assets.checks import build_checks, build_lossless_check
 from hltm_assets.partitions import LEVEL_ASSETS, TreePartitions, read_tree, tree_partitions
@@ -59,11 +60,11 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description="Nightly: full rebuild into a scratch home, compared node by node.")
     return dg.Definitions(
-        assets=assets,
+        assets=[*assets, QUERY_LOG, adaptation_hints],
         asset_checks=[*checks, lossless],
-        jobs=[*jobs.values(), consistency],
+        jobs=[*jobs.values(), consistency, adaptation_job],
         sensors=[automation, sensor],
-        schedules=[nightly],
+        schedules=[nightly, daily_adaptation],
         resources={"hltm": HLTMResource.from_settings(settings)},
     )
 

@@ -41,6 +41,7 @@ class Settings:
     timeout_s: float = 60.0
     max_retries: int = 4
     max_input_tokens: int = 6000
+    adapt_auto_approve: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser().resolve())
@@ -73,6 +74,8 @@ class Settings:
             values["timeout_s"] = float(env["HLTM_TIMEOUT_S"])
         if env.get("HLTM_MAX_RETRIES"):
             values["max_retries"] = int(env["HLTM_MAX_RETRIES"])
+        if env.get("HLTM_ADAPT_AUTO_APPROVE"):
+            values["adapt_auto_approve"] = env["HLTM_ADAPT_AUTO_APPROVE"] == "1"
         if env.get("HLTM_MAX_INPUT_TOKENS"):
             values["max_input_tokens"] = int(env["HLTM_MAX_INPUT_TOKENS"])
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS query_log (
     query_id VARCHAR, asked_at TIMESTAMP NOT NULL, scope VARCHAR NOT NULL,
     question VARCHAR NOT NULL, references_ VARCHAR[] NOT NULL, latency_ms DOUBLE NOT NULL,
     matched_keys VARCHAR[], kind VARCHAR, engine VARCHAR);
+CREATE TABLE IF NOT EXISTS adapt_hints (
+    version INTEGER NOT NULL, status VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL,
+    approved_at TIMESTAMP, window_start TIMESTAMP, window_end TIMESTAMP, queries INTEGER,
+    params VARCHAR, patterns VARCHAR NOT NULL, facets VARCHAR NOT NULL);
 CREATE OR REPLACE VIEW memory_nodes AS
     SELECT node_id, level, parent_id, path, input_hash, engine, built_at, name, memory_hash,
            embed_model, hints_version, leaf_count, doc_count

@@ -153,12 +153,17 @@ class Indexer:
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
         db.init_schema(settings.duckdb_path)
-        if hints is None:
-            with db.connect(settings.duckdb_path, read_only=True) as con:
-                hints = load_active_hints(con)
-        self.hints = hints
+        self._fixed_hints = hints is not None
+        self.hints = hints if hints is not None else Hints()
+        self.refresh_hints()
         self.vectors = VectorStore(settings.lancedb_path, self.embedder.model_id,
                                    self.embedder.dim)
+
+    def refresh_hints(self) -> None:
+        """Follow the active adaptation hints (an approval between two runs changes them)."""
+        if not self._fixed_hints:
+            with db.connect(self.settings.duckdb_path, read_only=True) as con:
+                self.hints = load_active_hints(con)
 
     # -- hashing -------------------------------------------------------------------------
     def _fingerprint(self) -> dict:
@@ -179,6 +184,7 @@ class Indexer:
     def plan(self, full: bool = False) -> Plan:
         """What an index run must rebuild, and why, from the SOT and the stored hashes."""
         self.vectors.check_model()
+        self.refresh_hints()
         with db.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)
             states = read_states(con)
@@ -223,6 +229,7 @@ class Indexer:
         """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
         report = BuildReport(level)
         self.vectors.check_model()
+        self.refresh_hints()
         usage_before = self.agents.usage.snapshot()
         with db.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)

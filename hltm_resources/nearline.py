@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hltm_resources.indexer import Plan
+from hltm_resources.models import stable_hash
 from hltm_resources.sot import Topology
 
 GRACE_S = 180.0
@@ -26,6 +27,8 @@ class Request:
     raw_id: str
     run_key: str
     reason: str
+    #: Last key of a partition range (contiguous in partition order), or None for one key.
+    end: str | None = None
 
 
 @dataclass
@@ -50,7 +53,9 @@ def topology_change(loaded: Topology, now: Topology) -> str | None:
 
 
 def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, now: float,
-           grace: float = GRACE_S) -> Decision:
+           grace: float = GRACE_S, order: list[str] | None = None) -> Decision:
+    """The runs to request now. ``order``: the leaf partition keys in partition order (enables
+    range runs for contiguous changed leaves)."""
     change = topology_change(loaded, now_topology)
     if change:
         return Decision(skip_reason=(
@@ -60,9 +65,34 @@ def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, n
     decision = Decision()
     first_seen: dict[str, list] = dict(cursor.get("stale_since", {}))
     still_stale: dict[str, list] = {}
-    for item in plan.build["project"]:
-        key = f"{item.node_id}:{item.input_hash[:16]}"
-        decision.requests.append(Request("project", item.raw_id, key, item.reason))
+    leaves = plan.build["project"]
+    if order is not None and len(leaves) > 1:
+        # Many changed leaves (new hints, a bulk edit): one run per contiguous range of
+        # partitions instead of one run per leaf.
+        by_key = {i.raw_id: i for i in leaves}
+        position = {k: n for n, k in enumerate(order)}
+        keys = sorted(by_key, key=lambda k: position.get(k, -1))
+        runs: list[list[str]] = []
+        for k in keys:
+            if runs and position.get(k, -2) == position.get(runs[-1][-1], -3) + 1:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        for run in runs:
+            digest = stable_hash([by_key[k].input_hash for k in run])[:16]
+            if len(run) == 1:
+                item = by_key[run[0]]
+                decision.requests.append(Request("project", item.raw_id,
+                                                 f"{item.node_id}:{item.input_hash[:16]}",
+                                                 item.reason))
+            else:
+                decision.requests.append(Request(
+                    "project", run[0], f"project:{run[0]}..{run[-1]}:{digest}",
+                    f"{len(run)} leaves: {by_key[run[0]].reason}", end=run[-1]))
+    else:
+        for item in leaves:
+            key = f"{item.node_id}:{item.input_hash[:16]}"
+            decision.requests.append(Request("project", item.raw_id, key, item.reason))
     for level in ("seat", "account"):
         for item in plan.build[level]:
             if not item.input_hash:

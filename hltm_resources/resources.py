@@ -45,6 +45,8 @@ class HLTMResource(dg.ConfigurableResource):
     timeout_s: float = 60.0
     max_retries: int = 4
     max_input_tokens: int = 6000
+    adapt_auto_approve: bool = Field(default=False, description="Activate mined hints without "
+                                     "review (non-sensitive deployments).")
 
     def settings(self) -> Settings:
         return Settings(
@@ -60,6 +62,7 @@ class HLTMResource(dg.ConfigurableResource):
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             max_input_tokens=self.max_input_tokens,
+            adapt_auto_approve=self.adapt_auto_approve,
         )
 
     def indexer(self) -> Indexer:
@@ -91,4 +94,5 @@ class HLTMResource(dg.ConfigurableResource):
             timeout_s=settings.timeout_s,
             max_retries=settings.max_retries,
             max_input_tokens=settings.max_input_tokens,
+            adapt_auto_approve=settings.adapt_auto_approve,
         )

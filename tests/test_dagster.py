@@ -18,7 +18,7 @@ def test_definitions_load_on_an_empty_home(tmp_path, monkeypatch):
     loaded = defs()
     dg.Definitions.validate_loadable(loaded)
     assert {k.to_user_string() for k in loaded.resolve_all_asset_keys()} == {
-        "project_memory", "seat_memory", "account_memory"}
+        "project_memory", "seat_memory", "account_memory", "query_log", "adaptation_hints"}
 
 
 def test_lineage_is_declared_per_partition(built_home, world):

@@ -114,3 +114,32 @@ def test_parents_above_a_pending_leaf_are_left_alone():
     seat = PlanItem("seat:s1", "seat", "s1", "child rebuilt: project:p1", "")
     decision = decide(_plan(leaf, seat), EMPTY, EMPTY, {}, now=0.0)
     assert [r.level for r in decision.requests] == ["project"]
+
+
+def test_many_changed_leaves_are_requested_as_partition_ranges():
+    items = [PlanItem(f"project:{k}", "project", k, "inputs changed", f"h{k}")
+             for k in ("a", "b", "c", "e")]
+    decision = decide(_plan(*items), EMPTY, EMPTY, {}, now=0.0, order=["a", "b", "c", "d", "e"])
+    assert [(r.raw_id, r.end) for r in decision.requests] == [("a", "c"), ("e", None)]
+    assert decision.requests[0].run_key.startswith("project:a..c:")
+    assert decision.requests[1].run_key == "project:e:he"
+
+
+def test_approved_hints_rebuild_through_range_runs(built, world):
+    from hltm_resources import adaptation, db
+
+    patterns = json.dumps([{"pattern": "which openings required <skill>"}])
+    with db.connect(built.duckdb_path) as con:
+        con.execute("INSERT INTO adapt_hints VALUES (1, 'proposed', now(), NULL, NULL, NULL, 3, "
+                    "'{}', ?, '[]')", [patterns])
+    defs = build_definitions(built)
+    adaptation.approve(built, 1)
+    from hltm_resources.resources import forget_indexers
+
+    forget_indexers()
+    result, _ = evaluate(defs, built)
+    # Every leaf is stale (the hints version is in every input hash) and the leaves are
+    # contiguous in partition order: one range run.
+    [request] = result.run_requests
+    assert request.tags["dagster/asset_partition_range_start"] == \
+        defs.resolve_job_def("project_memory_job").partitions_def.get_partition_keys()[0]

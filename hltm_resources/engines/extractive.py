@@ -109,7 +109,6 @@ class ExtractiveAgents(MemoryAgents):
         self.usage.add(engine_calls=1)
         by_key = _group(facets)
         qa: list[QAPair] = []
-        qa.extend(patterns.leaf_pattern_qa(node, by_key, hints))
         for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
             items = by_key[key]
             values = [f.value for f in items]
@@ -131,7 +130,9 @@ class ExtractiveAgents(MemoryAgents):
         if not qa:
             qa.append(QAPair(f"How many documents does the {node.name} project have?",
                              str(len(docs)), tuple(sorted(d.doc_id for d in docs))))
-        return _dedupe_qa(qa)[:MAX_LEAF_QA]
+        # Questions of the workload's recurring patterns come first, on top of the templates.
+        return _dedupe_qa(patterns.leaf_pattern_qa(node, by_key, hints)
+                          + _dedupe_qa(qa)[:MAX_LEAF_QA])
 
     def summarize(
         self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
@@ -194,7 +195,7 @@ class ExtractiveAgents(MemoryAgents):
     def _parent_qa(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
                    facets: list[Facet], total: int, hints: Hints) -> list[QAPair]:
         by_key = _group(facets)
-        qa = list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
+        qa: list[QAPair] = []
         for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
             if key == "project_count":
                 continue
@@ -218,7 +219,8 @@ class ExtractiveAgents(MemoryAgents):
                 qa.append(QAPair(question.format(n=node.name, v=f.value), listed, f.source_ids))
         qa.append(QAPair(f"How many projects does {node.name} have?", str(total), tuple(
             info.node_id for info, _ in children)))
-        return _dedupe_qa(qa)[:MAX_PARENT_QA]
+        return _dedupe_qa(list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
+                          + _dedupe_qa(qa)[:MAX_PARENT_QA])
 
     def _parent_summary(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
                         facets: list[Facet], total: int) -> Summary:

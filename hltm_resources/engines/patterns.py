@@ -7,15 +7,18 @@ slot; the pattern is then filled from the node's own data, never from anywhere e
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
 from hltm_resources.engines.base import Hints
+from hltm_resources.engines.serving import asked_keys
 from hltm_resources.models import Facet, Memory, NodeInfo, QAPair
 from hltm_resources.text import fold, join_human
 
 SLOT = re.compile(r"<([a-z_][a-z0-9_]*)>")
-MAX_PATTERN_QA = 4
+MAX_PATTERN_QA = 16
+PER_PATTERN = 4
 
 
 def pattern_slots(pattern: str) -> list[str]:
@@ -34,15 +37,21 @@ def leaf_pattern_qa(node: NodeInfo, by_key: dict[str, list[Facet]], hints: Hints
     out: list[QAPair] = []
     for pattern in hints.patterns:
         slots = pattern_slots(pattern)
+        # Summary-style patterns (no slot) are about aggregates: parents answer them.
         if not slots or any(k not in by_key for k in slots):
             continue
-        values = {k: by_key[k][0].value for k in slots}
-        sources = tuple(sorted({s for k in slots for s in by_key[k][0].source_ids}))
-        facts = "; ".join(f"{k.replace('_', ' ')}: {values[k]}" for k in slots)
-        out.append(QAPair(fill(pattern, values), f"{node.name} ({node.node_id}) — {facts}",
-                          sources))
-        if len(out) >= MAX_PATTERN_QA:
-            break
+        # One question per combination of values (a project requires several skills and may
+        # have several rejection reasons), a few per pattern.
+        combos = itertools.product(*(by_key[k] for k in slots))
+        for combo in itertools.islice(combos, PER_PATTERN):
+            choice = dict(zip(slots, combo, strict=True))
+            values = {k: f.value for k, f in choice.items()}
+            sources = tuple(sorted({s for f in choice.values() for s in f.source_ids}))
+            facts = "; ".join(f"{k.replace('_', ' ')}: {values[k]}" for k in slots)
+            out.append(QAPair(fill(pattern, values), f"{node.name} ({node.node_id}): {facts}",
+                              sources))
+            if len(out) >= MAX_PATTERN_QA:
+                return out
     return out
 
 
@@ -58,7 +67,18 @@ def parent_pattern_qa(
     names = {info.node_id: info.name for info, _ in children}
     for pattern in hints.patterns:
         slots = pattern_slots(pattern)
-        if not slots or any(k not in by_key for k in slots):
+        if not slots:
+            # A recurring summary question ("where are the jobs usually located"): answered
+            # by this node's distribution of the key it asks about.
+            keys = asked_keys(pattern, set(by_key) - {"project_count"})
+            if keys:
+                facets = sorted(by_key[keys[0]], key=lambda f: (-f.support, fold(f.value)))
+                answer = "; ".join(f"{f.value} ({f.support} of {total} projects)"
+                                   for f in facets[:5])
+                out.append(QAPair(fill(pattern, {}), answer,
+                                  tuple(sorted({s for f in facets for s in f.source_ids}))))
+            continue
+        if any(k not in by_key for k in slots):
             continue
         top = {k: sorted(by_key[k], key=lambda f: (-f.support, fold(f.value)))[0] for k in slots}
         common = set.intersection(*(set(top[k].source_ids) for k in slots))

@@ -72,6 +72,15 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _GENERIC_SLOT_WORDS = frozenset({"my", "our", "the", "this", "that", "which", "what"})
 
 
+def asked_keys(question: str, keys: list[str] | set[str]) -> list[str]:
+    """The facet keys among ``keys`` a question asks about by its wording ("where" ->
+    location, "rejection reasons" -> rejection_reason, ...)."""
+    low = question.lower()
+    out = [k for k, words in _KEY_WORDS.items() if k in keys and any(
+        re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in words)]
+    return out
+
+
 def question_kind(question: str) -> str:
     """``retrieval`` for "which of my projects ..." questions, else ``summary``."""
     if _RETRIEVAL.search(question) and not _SUMMARY_MARKERS.search(question):
