@@ -488,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="dataset file (locomo / longmemeval)")
     p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
     p.add_argument("--systems", help="comma-separated systems (default: all)")
-    p.add_argument("--limit", type=int, help="evaluate the first N queries / samples only")
+    p.add_argument("--limit", type=int, help="hiring: first N queries; locomo: first N "
+                   "conversations; longmemeval: N questions, round-robin over question types")
     p.add_argument("--adaptation", action="store_true",
                    help="hiring: before/after adaptation, hints mined from a training half of "
                    "the scopes, measured on the other half")
