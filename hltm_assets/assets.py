@@ -59,6 +59,17 @@ def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[s
         return None
 
 
+def _build_parents(context: dg.AssetExecutionContext, hltm: HLTMResource, level: str,
+                   upstream: str) -> dg.MaterializeResult:
+    """Aggregate the run's parent partitions, refusing a stale partition mapping."""
+    indexer = hltm.indexer()
+    keys = context.partition_keys
+    children = _mapped_children(context, upstream)
+    with _progress(context, level, len(keys)) as tick:
+        report = indexer.build(level, keys, progress=tick, expected_children=children)
+    return _result(report, indexer)
+
+
 def build_assets(tree: TreePartitions) -> list[dg.AssetsDefinition]:
     """The three level assets for this topology."""
 
@@ -88,12 +99,7 @@ def build_assets(tree: TreePartitions) -> list[dg.AssetsDefinition]:
         description="Recruiter (seat) memory, aggregated from its projects' memories.",
     )
     def seat_memory(context: dg.AssetExecutionContext, hltm: HLTMResource):
-        indexer = hltm.indexer()
-        keys = context.partition_keys
-        children = _mapped_children(context, "project_memory")
-        with _progress(context, "seat", len(keys)) as tick:
-            report = indexer.build("seat", keys, progress=tick, expected_children=children)
-        return _result(report, indexer)
+        return _build_parents(context, hltm, "seat", "project_memory")
 
     @dg.asset(
         partitions_def=tree.accounts,
@@ -106,11 +112,6 @@ def build_assets(tree: TreePartitions) -> list[dg.AssetsDefinition]:
         description="Organization (account) memory, aggregated from its seats' memories.",
     )
     def account_memory(context: dg.AssetExecutionContext, hltm: HLTMResource):
-        indexer = hltm.indexer()
-        keys = context.partition_keys
-        children = _mapped_children(context, "seat_memory")
-        with _progress(context, "account", len(keys)) as tick:
-            report = indexer.build("account", keys, progress=tick, expected_children=children)
-        return _result(report, indexer)
+        return _build_parents(context, hltm, "account", "seat_memory")
 
     return [project_memory, seat_memory, account_memory]

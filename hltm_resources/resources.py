@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import fields
 from pathlib import Path
 
 import dagster as dg
@@ -49,21 +50,8 @@ class HLTMResource(dg.ConfigurableResource):
                                      "review (non-sensitive deployments).")
 
     def settings(self) -> Settings:
-        return Settings(
-            home=Path(self.home).resolve(),
-            engine=self.engine,
-            embedder=self.embedder,
-            base_url=self.base_url,
-            api_key=self.api_key,
-            chat_model=self.chat_model,
-            embed_model=self.embed_model,
-            azure_api_version=self.azure_api_version,
-            concurrency=self.concurrency,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            max_input_tokens=self.max_input_tokens,
-            adapt_auto_approve=self.adapt_auto_approve,
-        )
+        values = {f.name: getattr(self, f.name) for f in fields(Settings) if f.name != "home"}
+        return Settings(home=Path(self.home).resolve(), **values)
 
     def indexer(self) -> Indexer:
         return shared_indexer(self.settings())
@@ -81,18 +69,5 @@ class HLTMResource(dg.ConfigurableResource):
                 raise ConfigError("Dagster runs read the API key from OPENAI_API_KEY (EnvVar); "
                                   "set it there instead of passing it directly")
             api_key = dg.EnvVar("OPENAI_API_KEY")
-        return cls(
-            home=str(settings.home),
-            engine=settings.engine,
-            embedder=settings.embedder,
-            base_url=settings.base_url,
-            api_key=api_key,
-            chat_model=settings.chat_model,
-            embed_model=settings.embed_model,
-            azure_api_version=settings.azure_api_version,
-            concurrency=settings.concurrency,
-            timeout_s=settings.timeout_s,
-            max_retries=settings.max_retries,
-            max_input_tokens=settings.max_input_tokens,
-            adapt_auto_approve=settings.adapt_auto_approve,
-        )
+        values = {f.name: getattr(settings, f.name) for f in fields(Settings)}
+        return cls(**(values | {"home": str(settings.home), "api_key": api_key}))

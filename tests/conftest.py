@@ -31,18 +31,36 @@ def snapshot_dir(tmp_path_factory, world) -> Path:
     return write_snapshot(world, tmp_path_factory.mktemp("snapshot"))
 
 
-@pytest.fixture(scope="session")
-def built_home(tmp_path_factory, snapshot_dir) -> Settings:
-    """A home with the small world loaded and fully built (plain indexer, no Dagster)."""
+def build_all(settings: Settings) -> dict:
+    """Build every node the plan asks for, level by level (plain indexer, no Dagster)."""
     from hltm_resources.indexer import Indexer
+
+    indexer = Indexer(settings)
+    plan = indexer.plan()
+    for level in ("project", "seat", "account"):
+        indexer.build(level, plan.keys(level))
+    return plan.counts()
+
+
+def loaded_and_built(home: Path, snapshot: Path) -> Settings:
     from hltm_resources.loading import load_snapshot
 
-    settings = Settings(home=tmp_path_factory.mktemp("home"))
-    load_snapshot(settings, snapshot_dir)
-    indexer = Indexer(settings)
-    for level in ("project", "seat", "account"):
-        indexer.build(level, indexer.plan().keys(level))
+    settings = Settings(home=home)
+    load_snapshot(settings, snapshot)
+    build_all(settings)
     return settings
+
+
+@pytest.fixture(scope="session")
+def built_home(tmp_path_factory, snapshot_dir) -> Settings:
+    """A home with the small world loaded and fully built, shared (read it, do not change it)."""
+    return loaded_and_built(tmp_path_factory.mktemp("home"), snapshot_dir)
+
+
+@pytest.fixture
+def fresh_home(tmp_path, snapshot_dir) -> Settings:
+    """Like ``built_home`` but private to the test (it may change it)."""
+    return loaded_and_built(tmp_path / "home", snapshot_dir)
 
 
 @pytest.fixture

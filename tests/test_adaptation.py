@@ -10,10 +10,8 @@ import pytest
 
 from hltm_resources import adaptation, db
 from hltm_resources.adaptation import MiningParams, to_template
-from hltm_resources.config import Settings
 from hltm_resources.engines.base import Hints, ScopeVocabulary
 from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCAB = ScopeVocabulary({"skill": ["Kubernetes", "Python"], "title": ["Data Engineer"],
@@ -38,13 +36,8 @@ def test_questions_become_templates(question, template, keys):
 
 
 @pytest.fixture
-def home(tmp_path, snapshot_dir):
-    settings = Settings(home=tmp_path / "home")
-    load_snapshot(settings, snapshot_dir)
-    indexer = Indexer(settings)
-    for level in ("project", "seat", "account"):
-        indexer.build(level, indexer.plan().keys(level))
-    return settings
+def home(fresh_home):
+    return fresh_home
 
 
 def log(settings, rows):

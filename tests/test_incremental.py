@@ -12,15 +12,7 @@ from hltm_resources.indexer import Indexer
 from hltm_resources.loading import load_snapshot
 from hltm_resources.sample import evolve, generate_world, write_snapshot
 from hltm_resources.verify import verify
-from tests.conftest import write_jsonl
-
-
-def build_all(settings) -> dict:
-    indexer = Indexer(settings)
-    plan = indexer.plan()
-    for level in ("project", "seat", "account"):
-        indexer.build(level, plan.keys(level))
-    return plan.counts()
+from tests.conftest import build_all, write_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -3,22 +3,14 @@
 import pytest
 
 from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
 from hltm_resources.vectors import EmbeddingModelMismatch, VectorStore
 from query import Memory
 from tests.test_query import KeywordEmbedder
 
 
 @pytest.fixture
-def minilm_home(tmp_path, snapshot_dir):
-    from hltm_resources.config import Settings
-
-    settings = Settings(home=tmp_path / "home")
-    load_snapshot(settings, snapshot_dir)
-    indexer = Indexer(settings)
-    for level in ("project", "seat", "account"):
-        indexer.build(level, indexer.plan().keys(level))
-    return settings
+def minilm_home(fresh_home):
+    return fresh_home
 
 
 def test_indexing_with_another_model_is_refused_naming_both(minilm_home):

@@ -7,7 +7,6 @@ import dagster as dg
 import pytest
 
 from hltm_assets.definitions import build_definitions
-from hltm_resources.config import Settings
 from hltm_resources.indexer import Indexer, Plan, PlanItem
 from hltm_resources.loading import load_snapshot
 from hltm_resources.nearline import decide
@@ -16,13 +15,8 @@ from tests.conftest import write_jsonl
 
 
 @pytest.fixture
-def built(tmp_path, snapshot_dir):
-    settings = Settings(home=tmp_path / "home")
-    load_snapshot(settings, snapshot_dir)
-    indexer = Indexer(settings)
-    for level in ("project", "seat", "account"):
-        indexer.build(level, indexer.plan().keys(level))
-    return settings
+def built(fresh_home):
+    return fresh_home
 
 
 def evaluate(defs, settings, cursor=None):
