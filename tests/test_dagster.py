@@ -75,7 +75,7 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert meta["nodes_built"].value == 1
     assert meta["node_id"].value == f"project:{project['project_id']}"
     assert meta["facets"].value > 0 and meta["qa_pairs"].value > 0
-    assert meta["engine"].value == "extractive-v1"
+    assert meta["engine"].value == "extractive-v2"
     assert meta["embed_model"].value == "all-MiniLM-L6-v2-onnx-int8"
     assert meta["source_documents"].value == sum(
         1 for d in world.documents if d["project_id"] == project["project_id"])

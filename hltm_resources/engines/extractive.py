@@ -42,8 +42,12 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v1"
+EXTRACTIVE_VERSION = "extractive-v2"
 MAX_LEAF_QA = 10
+# Prose documents no facet can be drawn from (conversation turns, free notes) are kept as
+# answerable statements, up to this many per leaf.
+MAX_LEAF_STATEMENTS = 64
+STATEMENT_CHARS = 300
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
 #: Intermediate levels keep (almost) full distributions so that counts above them stay exact.
@@ -127,12 +131,13 @@ class ExtractiveAgents(MemoryAgents):
             if event and event.rejected and event.reason and event.candidate:
                 qa.append(QAPair(f"Why was {event.candidate} rejected for the {node.name} role?",
                                  event.reason, (doc.doc_id,)))
-        if not qa:
+        statements = _statements(docs)
+        if not qa and not statements:
             qa.append(QAPair(f"How many documents does the {node.name} project have?",
                              str(len(docs)), tuple(sorted(d.doc_id for d in docs))))
         # Questions of the workload's recurring patterns come first, on top of the templates.
         return _dedupe_qa(patterns.leaf_pattern_qa(node, by_key, hints)
-                          + _dedupe_qa(qa)[:MAX_LEAF_QA])
+                          + _dedupe_qa(qa)[:MAX_LEAF_QA] + statements)
 
     def summarize(
         self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
@@ -321,15 +326,35 @@ def _dedupe_qa(qa: list[QAPair]) -> list[QAPair]:
     return out
 
 
+def _is_prose(text: str) -> bool:
+    """Not JSON, not a list of "Key: value" lines."""
+    if text.startswith("{"):
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return not (len(lines) > 1 and sum(":" in ln[:45] for ln in lines) * 2 >= len(lines))
+
+
+def _statements(docs: Sequence[Document]) -> list[QAPair]:
+    """Prose documents that state no facet and no feedback event, kept as answerable
+    statements: the question is the statement itself (what a query about it resembles), the
+    answer its text, the source its document. Without them a conversation turn would be
+    reachable only through its session's summary."""
+    out: list[QAPair] = []
+    for doc in sorted(docs, key=lambda d: d.doc_id):
+        text = doc.text.strip()
+        if not text or not _is_prose(text) or document_facets(doc) or feedback_event(doc):
+            continue
+        out.append(QAPair(collapse_text(text, STATEMENT_CHARS), collapse_text(text, 1000),
+                          (doc.doc_id,)))
+    return _dedupe_qa(out)[:MAX_LEAF_STATEMENTS]
+
+
 def _first_prose(docs: Sequence[Document]) -> list[str]:
     """Sentences of the documents that are prose (not JSON, not key-value lists)."""
     out: list[str] = []
     for doc in sorted(docs, key=lambda d: (d.kind != "brief", d.doc_id)):
         text = doc.text.strip()
-        if text.startswith("{"):
-            continue
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if lines and sum(":" in ln[:45] for ln in lines) * 2 >= len(lines) and len(lines) > 1:
+        if not _is_prose(text):
             continue
         out.extend(sentences(text))
         if len(out) >= 3:
