@@ -56,8 +56,11 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     hltm(env, "load", str(snap))
     out = json.loads(hltm(env, "index", "--json"))
     assert (out["leaves_built"], out["seats_built"], out["accounts_built"]) == (2, 1, 1)
-    # 4 agent calls per leaf and 1 per parent, each at least one LLM call.
-    assert out["engine_calls"] == 4 * 2 + 2 and out["llm_calls"] >= out["engine_calls"]
+    # 4 agent calls per leaf and 1 per parent, each at least one LLM call or a cache hit (the
+    # tiny model can write the same detailed summary for both leaves, and then the concise
+    # summary's request repeats exactly).
+    assert out["engine_calls"] == 4 * 2 + 2 and out["llm_calls"] > 0
+    assert out["llm_calls"] + out["cache_hits"] >= out["engine_calls"]
     assert out["prompt_tokens"] > 0 and out["completion_tokens"] > 0
     assert out["failed_runs"] == []
 
@@ -82,7 +85,8 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     with dagster_instance(settings) as instance:
         event = instance.fetch_materializations(dg.AssetKey("project_memory"), limit=1).records[0]
         meta = event.asset_materialization.metadata
-    assert meta["llm_calls"].value >= 8 and meta["prompt_tokens"].value > 0
+    assert meta["llm_calls"].value + meta["cache_hits"].value >= 8
+    assert meta["llm_calls"].value > 0 and meta["prompt_tokens"].value > 0
     assert meta["engine"].value == "openai:smollm2-135m:p1"
 
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,12 @@ from hltm_resources.engines.base import ContextItem, NodeContext, ParsedQuery, R
 from hltm_resources.sot import read_snapshot
 from query.evaluation import public
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+# The public datasets are read where they lie, never copied: HLTM_PUBLIC_DATA, else the
+# checkout's sibling ../shared/data, else this workplace's /work/shared/data.
+DATA = next((p for p in (Path(os.environ.get("HLTM_PUBLIC_DATA", "/nonexistent")),
+                         Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+                         Path("/work/shared/data")) if p.is_dir()),
+            Path(__file__).resolve().parent.parent.parent / "shared" / "data")
 LOCOMO_DEV = DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL_DEV = DATA / "longmemeval" / "longmemeval_s_dev.json"
 
