@@ -64,6 +64,8 @@ class AskResult:
     timings: dict[str, float]
     llm_calls: int = 0
     tokens: dict[str, int] = field(default_factory=dict)
+    retries: int = 0  # requests repeated after an invalid reply or a transient error
+    cache_hits: int = 0  # agent calls answered from the reply cache (no LLM call)
     parsed: dict = field(default_factory=dict)
     retrieved: RetrievedContext | None = field(default=None, repr=False, compare=False)
 
@@ -72,7 +74,8 @@ class AskResult:
             "question": self.question, "scope": self.scope, "answer": self.answer,
             "references": self.references, "rationale": self.rationale,
             "timings": self.timings, "llm_calls": self.llm_calls, "tokens": self.tokens,
-            "parsed": self.parsed, "contexts": self.contexts,
+            "retries": self.retries, "cache_hits": self.cache_hits, "parsed": self.parsed,
+            "contexts": self.contexts,
         }
 
 
@@ -301,6 +304,8 @@ class Memory:
             llm_calls=usage1["llm_calls"] - usage0["llm_calls"],
             tokens={"prompt": usage1["prompt_tokens"] - usage0["prompt_tokens"],
                     "completion": usage1["completion_tokens"] - usage0["completion_tokens"]},
+            retries=usage1.get("retries", 0) - usage0.get("retries", 0),
+            cache_hits=usage1.get("cache_hits", 0) - usage0.get("cache_hits", 0),
             parsed={"kind": parsed.kind,
                     "micro_queries": [m.text for m in parsed.micro],
                     "matched_keys": sorted({m.key for m in parsed.micro}),

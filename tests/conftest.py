@@ -79,5 +79,8 @@ def llm_url():
     from tests.llm_server import local_llm_server, model_path
 
     model_path()
-    with local_llm_server(n_ctx=8192, threads=2, n_parallel=2, embedding=True) as url:
+    # 8192 tokens per slot: the longest request (a parent's aggregation, up to 1,500 input
+    # tokens here plus a reply ceiling of about 3,700) must fit in its slot, or llama.cpp cuts
+    # the reply short.
+    with local_llm_server(n_ctx=16384, threads=2, n_parallel=2, embedding=True) as url:
         yield url

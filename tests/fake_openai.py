@@ -2,7 +2,8 @@
 
 It answers ``/v1/chat/completions`` with JSON that fits the schema the client sends (ids come
 from the schema's enums), after playing a script of faults: ``"429"`` (with Retry-After),
-``"500"``, ``"bad_json"``. A ``poison`` substring makes every request whose prompt contains it
+``"500"``, ``"bad_json"``, ``"cut"`` (a reply that ran out of tokens: half a JSON object,
+``finish_reason: "length"``). A ``poison`` substring makes every request whose prompt contains it
 get invalid JSON forever.
 """
 
@@ -91,13 +92,16 @@ def fake_openai(script: Script) -> Iterator[str]:
                 return self._send(500, {"error": {"message": "boom", "type": "server"}})
             fmt = request.get("response_format") or {}
             spec = fmt.get("json_schema") or {}
+            finish = "stop"
             if fault == "bad_json":
                 content = "Sure! here is the answer: {not json"
             else:
                 content = json.dumps(_valid_reply(spec.get("name", ""), spec.get("schema", {})))
+            if fault == "cut":
+                content, finish = content[: len(content) // 2], "length"
             body = {"id": "x", "object": "chat.completion", "created": 0,
                     "model": request.get("model", "m"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish,
                                  "message": {"role": "assistant", "content": content}}]}
             if script.usage:
                 body["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}

@@ -92,7 +92,8 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.
     answer = json.loads(hltm(env, "ask", "Where are the jobs usually located?", "--scope",
                              f"seat:{seat['seat_id']}", "--json"))
-    assert answer["llm_calls"] == 2
+    # Two agent calls (parse, answer); a reply the tiny model gets wrong is asked again.
+    assert 2 <= answer["llm_calls"] + answer["cache_hits"] <= 2 + answer["retries"]
     assert answer["answer"].strip()
     in_scope = {f"seat:{seat['seat_id']}"} | {f"project:{p['project_id']}" for p in projects}
     assert set(answer["references"]) <= in_scope

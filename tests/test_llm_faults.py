@@ -55,6 +55,21 @@ def test_429_then_malformed_json_then_valid_still_builds(tmp_path, snapshot_dir,
     assert retried[-1]["role"] == "user" and "not valid" in retried[-1]["content"]
 
 
+def test_a_reply_cut_off_at_max_tokens_is_asked_again_for_less(tmp_path, snapshot_dir, world):
+    script = Script(faults=["cut"])
+    with fake_openai(script) as url:
+        settings = llm_settings(tmp_path / "home", url)
+        load_snapshot(settings, snapshot_dir)
+        report = Indexer(settings).build("project", [world.projects[0]["project_id"]])
+    assert report.usage["retries"] == 1 and report.usage["llm_calls"] == 5
+    first, again = script.requests[0]["messages"], script.requests[1]["messages"]
+    # The cut reply is not echoed back (it would eat the room the next reply needs); the same
+    # request is made again with an instruction to be shorter.
+    assert [m["role"] for m in again] == ["system", "user"]
+    assert again[1]["content"].startswith(first[1]["content"])
+    assert "cut off" in again[1]["content"] and len(again) == len(first)
+
+
 def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
         tmp_path, snapshot_dir, world, monkeypatch):
     from hltm_assets.runner import dagster_instance, run_index

@@ -135,21 +135,31 @@ class LLMClient:
         budget = self.settings.max_retries
         last_error = ""
         for attempt in range(budget + 1):
-            content = self._complete(messages, schema, model_cls.__name__, max_tokens)
+            content, finish = self._complete(messages, schema, model_cls.__name__, max_tokens)
             try:
                 parsed = model_cls.model_validate_json(_strip_fences(content))
                 if validate:
                     validate(parsed)
             except (ValidationError, ValueError) as exc:
-                last_error = _describe(exc)
+                cut = finish == "length"
+                last_error = (f"the reply was cut off at max_tokens={max_tokens} "
+                              f"({_describe(exc)})" if cut else _describe(exc))
                 if attempt == budget:
                     break
                 self.usage.add(retries=1)
-                messages = messages[:2] + [
-                    {"role": "assistant", "content": content[:4000]},
-                    {"role": "user", "content": f"Your reply was not valid: {last_error}\n"
-                     "Reply again with only a JSON object that matches the schema."},
-                ]
+                if cut:
+                    # Echoing a reply that ran out of tokens would only lengthen the prompt
+                    # and leave less room for the next one: ask again, for less.
+                    messages = messages[:1] + [{"role": "user", "content": messages[1]["content"]
+                        + "\n\nYour previous reply was too long and was cut off before the "
+                        "JSON object was complete. Reply with a shorter JSON object: fewer "
+                        "items, short values, no repetition."}]
+                else:
+                    messages = messages[:2] + [
+                        {"role": "assistant", "content": content[:4000]},
+                        {"role": "user", "content": f"Your reply was not valid: {last_error}\n"
+                         "Reply again with only a JSON object that matches the schema."},
+                    ]
                 continue
             self.cache.put(key, node_id, agent, self.model, parsed.model_dump_json())
             return parsed
@@ -158,7 +168,9 @@ class LLMClient:
                              f"{last_error})")
 
     # -- transport ---------------------------------------------------------------------------
-    def _complete(self, messages: list[dict], schema: dict, name: str, max_tokens: int) -> str:
+    def _complete(self, messages: list[dict], schema: dict, name: str,
+                  max_tokens: int) -> tuple[str, str | None]:
+        """The reply's text and its finish reason (``length`` when cut off)."""
         import openai
 
         attempt = 0
@@ -190,7 +202,8 @@ class LLMClient:
                 attempt += 1
                 continue
             self._account(messages, response)
-            return response.choices[0].message.content or ""
+            choice = response.choices[0]
+            return choice.message.content or "", getattr(choice, "finish_reason", None)
 
     def _account(self, messages: list[dict], response) -> None:
         usage = getattr(response, "usage", None)
