@@ -35,10 +35,6 @@ def test_questions_become_templates(question, template, keys):
     assert sorted(slots) == sorted(keys)
 
 
-@pytest.fixture
-def home(fresh_home):
-    return fresh_home
-
 
 def log(settings, rows):
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -48,73 +44,74 @@ def log(settings, rows):
                          for i, (scope, question, keys) in enumerate(rows)])
 
 
-def test_one_user_asking_many_times_is_not_a_pattern(home, world):
+def test_one_user_asking_many_times_is_not_a_pattern(fresh_home, world):
     seat = f"seat:{world.seats[0]['seat_id']}"
-    log(home, [(seat, "Which openings required Kubernetes?", ["skill"])] * 40)
-    proposal = adaptation.mine(home, MiningParams(min_queries=3, min_scopes=2))
+    log(fresh_home, [(seat, "Which openings required Kubernetes?", ["skill"])] * 40)
+    proposal = adaptation.mine(fresh_home, MiningParams(min_queries=3, min_scopes=2))
     assert proposal.patterns == [] and proposal.facets == []
     assert proposal.queries == 1
 
 
-def test_patterns_need_distinct_queries_and_scopes(home, world, snapshot_dir):
+def test_patterns_need_distinct_queries_and_scopes(fresh_home, world, snapshot_dir):
     seats = [f"seat:{s['seat_id']}" for s in world.seats]
     skills = sorted({s for t in world.truth.values() for s in t.skills})
     rows = [(seats[i % 3], f"Which openings required {skills[i]}?", ["skill"]) for i in range(4)]
     rows += [(seats[0], "Which openings required something odd?", [])] * 3  # one scope only
-    log(home, rows)
-    strict = adaptation.mine(home, MiningParams(min_queries=5, min_scopes=2))
+    log(fresh_home, rows)
+    strict = adaptation.mine(fresh_home, MiningParams(min_queries=5, min_scopes=2))
     assert strict.patterns == []
-    mined = adaptation.mine(home, MiningParams(min_queries=3, min_scopes=3))
+    mined = adaptation.mine(fresh_home, MiningParams(min_queries=3, min_scopes=3))
     assert [p["pattern"] for p in mined.patterns] == ["which openings required <skill>"]
     assert mined.patterns[0]["support_queries"] == 4
     assert mined.patterns[0]["support_scopes"] == 3
     assert mined.facets == [{"key": "skill", "support_queries": 4, "support_scopes": 3}]
 
 
-def test_hints_version_is_part_of_every_input_hash(home, world):
-    base = Indexer(home, hints=Hints())
-    other = Indexer(home, hints=Hints(version=2, patterns=("which openings required <skill>",)))
+def test_hints_version_is_part_of_every_input_hash(fresh_home, world):
+    base = Indexer(fresh_home, hints=Hints())
+    other = Indexer(fresh_home,
+                    hints=Hints(version=2, patterns=("which openings required <skill>",)))
     project = next(iter(base.plan().build["project"]), None)
     assert project is None  # built, nothing to do
     from hltm_resources.sot import read_documents, read_topology
 
-    with db.connect(home.duckdb_path, read_only=True) as con:
+    with db.connect(fresh_home.duckdb_path, read_only=True) as con:
         node = next(iter(read_topology(con).projects.values()))
         docs = read_documents(con, [node.raw_id])[node.raw_id]
     assert base.leaf_hash(node, docs) != other.leaf_hash(node, docs)
     assert len(other.plan().build["project"]) == len(world.projects)
 
 
-def hltm(home, *args):
-    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", "--home", str(home.home),
+def hltm(settings, *args):
+    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", "--home", str(settings.home),
                            *args], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
 
-def test_review_approve_and_rebuild(home, world):
+def test_review_approve_and_rebuild(fresh_home, world):
     seats = [f"seat:{s['seat_id']}" for s in world.seats]
     skills = sorted({s for t in world.truth.values() for s in t.skills})
-    log(home, [(seats[i % len(seats)], f"Which openings required {skills[i]}?", ["skill"])
+    log(fresh_home, [(seats[i % len(seats)], f"Which openings required {skills[i]}?", ["skill"])
                for i in range(6)])
-    hltm(home, "adapt", "--min-queries", "3", "--min-scopes", "2")
-    review = json.loads(hltm(home, "adapt", "--review", "--json"))
+    hltm(fresh_home, "adapt", "--min-queries", "3", "--min-scopes", "2")
+    review = json.loads(hltm(fresh_home, "adapt", "--review", "--json"))
     assert review["version"] == 1 and review["status"] == "proposed"
     assert review["patterns"][0]["pattern"] == "which openings required <skill>"
     assert review["patterns"][0]["support_queries"] == 6
     assert review["facets"] == [{"key": "skill", "support_queries": 6,
                                  "support_scopes": min(6, len(seats))}]
-    assert (home.home / "hints" / "v1.json").exists()
+    assert (fresh_home.home / "hints" / "v1.json").exists()
     # Proposed is not active: memory is unchanged until approval.
-    assert Indexer(home).plan().empty
-    approved = json.loads(hltm(home, "adapt", "--approve", "1", "--json"))
+    assert Indexer(fresh_home).plan().empty
+    approved = json.loads(hltm(fresh_home, "adapt", "--approve", "1", "--json"))
     assert approved["stale"]["leaves"] == len(world.projects)
-    out = json.loads(hltm(home, "index", "--json"))
+    out = json.loads(hltm(fresh_home, "index", "--json"))
     assert out["leaves_built"] == len(world.projects)
-    with db.connect(home.duckdb_path, read_only=True) as con:
+    with db.connect(fresh_home.duckdb_path, read_only=True) as con:
         versions = {r[0] for r in con.execute("SELECT hints_version FROM memory_nodes").fetchall()}
         qa = [r[0] for r in con.execute("SELECT question FROM memory_qa").fetchall()]
     assert versions == {1}
     assert any(q.startswith("Which openings required ") for q in qa)
     # Mining the same log again proposes nothing new.
-    assert "nothing new" in hltm(home, "adapt", "--min-queries", "3", "--min-scopes", "2")
+    assert "nothing new" in hltm(fresh_home, "adapt", "--min-queries", "3", "--min-scopes", "2")

@@ -70,6 +70,16 @@ def test_a_reply_cut_off_at_max_tokens_is_asked_again_for_less(tmp_path, snapsho
     assert "cut off" in again[1]["content"] and len(again) == len(first)
 
 
+def test_repeated_cuts_do_not_pile_up_the_instruction(tmp_path, snapshot_dir, world):
+    script = Script(faults=["cut", "cut"])
+    with fake_openai(script) as url:
+        settings = llm_settings(tmp_path / "home", url)
+        load_snapshot(settings, snapshot_dir)
+        Indexer(settings).build("project", [world.projects[0]["project_id"]])
+    third = script.requests[2]["messages"]
+    assert third[1]["content"].count("cut off") == 1
+
+
 def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
         tmp_path, snapshot_dir, world, monkeypatch):
     from hltm_assets.runner import dagster_instance, run_index

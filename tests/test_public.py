@@ -15,10 +15,9 @@ from query.evaluation import public
 
 # The public datasets are read where they lie, never copied: HLTM_PUBLIC_DATA, else the
 # checkout's sibling ../shared/data, else this workplace's /work/shared/data.
-DATA = next((p for p in (Path(os.environ.get("HLTM_PUBLIC_DATA", "/nonexistent")),
-                         Path(__file__).resolve().parent.parent.parent / "shared" / "data",
-                         Path("/work/shared/data")) if p.is_dir()),
-            Path(__file__).resolve().parent.parent.parent / "shared" / "data")
+_DATA_DIRS = [Path(p) for p in [os.environ.get("HLTM_PUBLIC_DATA")] if p] + [
+    Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data")]
+DATA = next((p for p in _DATA_DIRS if p.is_dir()), _DATA_DIRS[0])
 LOCOMO_DEV = DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL_DEV = DATA / "longmemeval" / "longmemeval_s_dev.json"
 

@@ -4,7 +4,6 @@ import json
 import shutil
 
 import dagster as dg
-import pytest
 
 from hltm_assets.definitions import build_definitions
 from hltm_resources.indexer import Indexer, Plan, PlanItem
@@ -12,11 +11,6 @@ from hltm_resources.loading import load_snapshot
 from hltm_resources.nearline import decide
 from hltm_resources.sot import Topology
 from tests.conftest import write_jsonl
-
-
-@pytest.fixture
-def built(fresh_home):
-    return fresh_home
 
 
 def evaluate(defs, settings, cursor=None):
@@ -37,41 +31,41 @@ def edit_one_document(tmp_path, snapshot_dir, world, settings):
     return target["project_id"]
 
 
-def test_nothing_to_do_is_a_skip(built):
-    result, _ = evaluate(build_definitions(built), built)
+def test_nothing_to_do_is_a_skip(fresh_home):
+    result, _ = evaluate(build_definitions(fresh_home), fresh_home)
     assert isinstance(result, dg.SkipReason) and "up to date" in result.skip_message
 
 
-def test_an_edited_document_requests_exactly_its_leaf(built, tmp_path, snapshot_dir, world):
-    defs = build_definitions(built)  # the code location loaded before the edit
-    pid = edit_one_document(tmp_path, snapshot_dir, world, built)
-    result, _ = evaluate(defs, built)
+def test_an_edited_document_requests_exactly_its_leaf(fresh_home, tmp_path, snapshot_dir, world):
+    defs = build_definitions(fresh_home)  # the code location loaded before the edit
+    pid = edit_one_document(tmp_path, snapshot_dir, world, fresh_home)
+    result, _ = evaluate(defs, fresh_home)
     assert isinstance(result, dg.SensorResult)
     [request] = result.run_requests
     assert request.job_name == "project_memory_job" and request.partition_key == pid
-    leaf_hash = Indexer(built).plan().build["project"][0].input_hash
+    leaf_hash = Indexer(fresh_home).plan().build["project"][0].input_hash
     assert request.run_key == f"project:{pid}:{leaf_hash[:16]}"
     # The next tick asks again with the same key (Dagster drops duplicate run keys); the seat
     # is left to automation within the grace period.
-    again, _ = evaluate(defs, built, cursor=result.cursor)
+    again, _ = evaluate(defs, fresh_home, cursor=result.cursor)
     assert [r.run_key for r in again.run_requests] == [request.run_key]
 
 
-def test_a_topology_change_is_skipped_until_the_location_reloads(built, tmp_path, snapshot_dir,
+def test_a_topology_change_is_skipped_until_the_location_reloads(fresh_home, tmp_path, snapshot_dir,
                                                                  world):
-    defs = build_definitions(built)
+    defs = build_definitions(fresh_home)
     snap = tmp_path / "moved"
     shutil.copytree(snapshot_dir, snap)
     projects = [dict(p) for p in world.projects]
     projects[0]["seat_id"] = next(s["seat_id"] for s in world.seats
                                   if s["seat_id"] != projects[0]["seat_id"])
     write_jsonl(snap / "projects.jsonl", projects)
-    load_snapshot(built, snap)
-    result, _ = evaluate(defs, built)
+    load_snapshot(fresh_home, snap)
+    result, _ = evaluate(defs, fresh_home)
     assert isinstance(result, dg.SkipReason)
     assert "1 moved project(s)" in result.skip_message and "Reload" in result.skip_message
-    fresh = build_definitions(built)  # after a reload the move is built
-    result, _ = evaluate(fresh, built)
+    fresh = build_definitions(fresh_home)  # after a reload the move is fresh_home
+    result, _ = evaluate(fresh, fresh_home)
     assert [r.partition_key for r in result.run_requests] == [projects[0]["project_id"]]
 
 
@@ -119,19 +113,19 @@ def test_many_changed_leaves_are_requested_as_partition_ranges():
     assert decision.requests[1].run_key == "project:e:he"
 
 
-def test_approved_hints_rebuild_through_range_runs(built, world):
+def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
     from hltm_resources import adaptation, db
 
     patterns = json.dumps([{"pattern": "which openings required <skill>"}])
-    with db.connect(built.duckdb_path) as con:
+    with db.connect(fresh_home.duckdb_path) as con:
         con.execute("INSERT INTO adapt_hints VALUES (1, 'proposed', now(), NULL, NULL, NULL, 3, "
                     "'{}', ?, '[]')", [patterns])
-    defs = build_definitions(built)
-    adaptation.approve(built, 1)
+    defs = build_definitions(fresh_home)
+    adaptation.approve(fresh_home, 1)
     from hltm_resources.resources import forget_indexers
 
     forget_indexers()
-    result, _ = evaluate(defs, built)
+    result, _ = evaluate(defs, fresh_home)
     # Every leaf is stale (the hints version is in every input hash) and the leaves are
     # contiguous in partition order: one range run.
     [request] = result.run_requests

@@ -91,6 +91,11 @@ def make_openai_client(settings: Settings):
                          timeout=settings.timeout_s, max_retries=0)
 
 
+_ASK_SHORTER = ("\n\nYour previous reply was too long and was cut off before the JSON "
+                "object was complete. Reply with a shorter JSON object: fewer items, short "
+                "values, no repetition.")
+
+
 class LLMClient:
     """Structured chat calls with retries, a cache and accounting (thread-safe)."""
 
@@ -149,11 +154,10 @@ class LLMClient:
                 self.usage.add(retries=1)
                 if cut:
                     # Echoing a reply that ran out of tokens would only lengthen the prompt
-                    # and leave less room for the next one: ask again, for less.
-                    messages = messages[:1] + [{"role": "user", "content": messages[1]["content"]
-                        + "\n\nYour previous reply was too long and was cut off before the "
-                        "JSON object was complete. Reply with a shorter JSON object: fewer "
-                        "items, short values, no repetition."}]
+                    # and leave less room for the next one: ask again, for less (the note is
+                    # added to the original request, so repeated cuts do not pile it up).
+                    messages = [{"role": "system", "content": system},
+                                {"role": "user", "content": user + _ASK_SHORTER}]
                 else:
                     messages = messages[:2] + [
                         {"role": "assistant", "content": content[:4000]},
