@@ -28,16 +28,24 @@ def adaptation_hints(context: dg.AssetExecutionContext, hltm: HLTMResource):
     proposal, created = propose(settings, auto_approve=settings.adapt_auto_approve)
     if created and proposal.status == "proposed":
         context.log.info(f"hints v{proposal.version} proposed; review with hltm adapt --review")
-    return dg.MaterializeResult(metadata={
-        "version": proposal.version, "status": proposal.status, "new_proposal": created,
-        "distinct_queries": proposal.queries, "patterns": len(proposal.patterns),
-        "facet_names": len(proposal.facets),
-        "proposal": dg.MetadataValue.json(proposal.as_dict()),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "version": proposal.version,
+            "status": proposal.status,
+            "new_proposal": created,
+            "distinct_queries": proposal.queries,
+            "patterns": len(proposal.patterns),
+            "facet_names": len(proposal.facets),
+            "proposal": dg.MetadataValue.json(proposal.as_dict()),
+        }
+    )
 
 
 adaptation_job = dg.define_asset_job("adaptation_job", selection=[adaptation_hints])
 daily_adaptation = dg.ScheduleDefinition(
-    name="hltm_daily_adaptation", job=adaptation_job, cron_schedule="0 2 * * *",
+    name="hltm_daily_adaptation",
+    job=adaptation_job,
+    cron_schedule="0 2 * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Daily: mine the query log into a hints proposal.")
+    description="Daily: mine the query log into a hints proposal.",
+)

@@ -5,7 +5,6 @@ run and reports what was built. One run may carry many partitions (a partition r
 Dagster's per-run overhead is paid once per batch, not once per node.
 """
 
-
 import contextlib
 from collections.abc import Iterator
 
@@ -54,13 +53,16 @@ def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[s
     try:
         return list(context.asset_partition_keys_for_input(upstream))
     except Exception:  # Dagster raises a CheckError when the input has no partitions here
-        context.log.warning(f"could not resolve {upstream} partitions; skipping the check "
-                            "that Dagster's mapping matches the source of truth")
+        context.log.warning(
+            f"could not resolve {upstream} partitions; skipping the check "
+            "that Dagster's mapping matches the source of truth"
+        )
         return None
 
 
-def _build_parents(context: dg.AssetExecutionContext, hltm: HLTMResource, level: str,
-                   upstream: str) -> dg.MaterializeResult:
+def _build_parents(
+    context: dg.AssetExecutionContext, hltm: HLTMResource, level: str, upstream: str
+) -> dg.MaterializeResult:
     """Aggregate the run's parent partitions, refusing a stale partition mapping."""
     indexer = hltm.indexer()
     keys = context.partition_keys

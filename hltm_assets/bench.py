@@ -41,8 +41,9 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
         t0 = time.perf_counter()
         indexer = Indexer(plain)
         plan = indexer.plan()
-        reports = [indexer.build(level, plan.keys(level)) for level in ("project", "seat",
-                                                                        "account")]
+        reports = [
+            indexer.build(level, plan.keys(level)) for level in ("project", "seat", "account")
+        ]
         plain_total = time.perf_counter() - t0
 
         keys = plan.keys("project")[:single_runs]
@@ -54,8 +55,10 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
             for key in keys:
                 job.execute_in_process(instance=instance, partition_key=key, run_config=_QUIET)
             one_by_one = time.perf_counter() - t0
-            tags = {"dagster/asset_partition_range_start": keys[0],
-                    "dagster/asset_partition_range_end": keys[-1]}
+            tags = {
+                "dagster/asset_partition_range_start": keys[0],
+                "dagster/asset_partition_range_end": keys[-1],
+            }
             per2 = _fresh(root, "range", snapshot)
             job2 = build_definitions(per2).resolve_job_def(level_job_name("project"))
         with dagster_instance(per2) as instance2:
@@ -65,11 +68,16 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
 
     inside = sum(result.phases.values())
     overhead = dagster_total - inside - result.plan_seconds
-    plain_phases = {p: sum(getattr(r, f"{p}_s") for r in reports) for p in ("engine", "embed",
-                                                                             "write")}
+    plain_phases = {
+        p: sum(getattr(r, f"{p}_s") for r in reports) for p in ("engine", "embed", "write")
+    }
     return {
-        "tree": {"accounts": len(world.accounts), "seats": len(world.seats),
-                 "projects": len(world.projects), "documents": len(world.documents)},
+        "tree": {
+            "accounts": len(world.accounts),
+            "seats": len(world.seats),
+            "projects": len(world.projects),
+            "documents": len(world.documents),
+        },
         "dagster_index": {
             "total_s": round(dagster_total, 2),
             "embed_s": round(result.phases["embed"], 2),
@@ -81,12 +89,17 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
             "runs": result.runs,
             "embedded_texts": result.embedded_texts,
         },
-        "plain_index": {"total_s": round(plain_total, 2),
-                        **{f"{k}_s": round(v, 2) for k, v in plain_phases.items()}},
+        "plain_index": {
+            "total_s": round(plain_total, 2),
+            **{f"{k}_s": round(v, 2) for k, v in plain_phases.items()},
+        },
         "ratio_dagster_over_plain": round(dagster_total / plain_total, 3),
-        "batching": {"leaves": len(keys), "one_run_per_partition_s": round(one_by_one, 2),
-                     "one_range_run_s": round(one_range, 2),
-                     "ratio": round(one_by_one / one_range, 2)},
+        "batching": {
+            "leaves": len(keys),
+            "one_run_per_partition_s": round(one_by_one, 2),
+            "one_range_run_s": round(one_range, 2),
+            "ratio": round(one_by_one / one_range, 2),
+        },
     }
 
 
@@ -113,8 +126,7 @@ def bench_query(seed: int = 7, repeats: int = 3) -> dict:
         for _ in range(repeats):
             for q in queries:
                 r = mem.retrieve(q["question"], scope=q["scope"])
-                (warm if q["scope"] in seen else first_in_scope).append(
-                    r.timings["retrieval_ms"])
+                (warm if q["scope"] in seen else first_in_scope).append(r.timings["retrieval_ms"])
                 seen.add(q["scope"])
         chunks = ChunkIndex(settings, mem.embedder)
         flat = []
@@ -127,19 +139,32 @@ def bench_query(seed: int = 7, repeats: int = 3) -> dict:
     return {
         "queries": len(queries) * repeats,
         "first_question_of_process_ms": round(first_in_process, 1),
-        "first_question_in_scope_ms": {"p50": round(percentile(first_in_scope, 50), 1),
-                                       "p95": round(percentile(first_in_scope, 95), 1),
-                                       "n": len(first_in_scope)},
-        "hltm_retrieval_ms": {"p50": round(warm_p50, 1), "p95": round(percentile(warm, 95), 1),
-                              "n": len(warm)},
-        "flat_doc_search_ms": {"p50": round(percentile(flat, 50), 1),
-                               "p95": round(percentile(flat, 95), 1), "n": len(flat)},
+        "first_question_in_scope_ms": {
+            "p50": round(percentile(first_in_scope, 50), 1),
+            "p95": round(percentile(first_in_scope, 95), 1),
+            "n": len(first_in_scope),
+        },
+        "hltm_retrieval_ms": {
+            "p50": round(warm_p50, 1),
+            "p95": round(percentile(warm, 95), 1),
+            "n": len(warm),
+        },
+        "flat_doc_search_ms": {
+            "p50": round(percentile(flat, 50), 1),
+            "p95": round(percentile(flat, 95), 1),
+            "n": len(flat),
+        },
         "ratio_hltm_over_flat_p50": round(warm_p50 / percentile(flat, 50), 2),
     }
 
 
-def bench_incremental(seed: int = 13, accounts: int = 10, seats: int = 10,
-                      projects: tuple[int, int] = (25, 35), change: float = 0.01) -> dict:
+def bench_incremental(
+    seed: int = 13,
+    accounts: int = 10,
+    seats: int = 10,
+    projects: tuple[int, int] = (25, 35),
+    change: float = 0.01,
+) -> dict:
     """A few thousand projects: full build, then ``change`` of the leaves edited; incremental
     index vs a full rebuild of the same snapshot (both through Dagster, same run), engine calls
     and wall time side by side, and whether the two trees are identical."""
@@ -148,8 +173,9 @@ def bench_incremental(seed: int = 13, accounts: int = 10, seats: int = 10,
     from hltm_resources.sample import evolve
     from hltm_resources.verify import verify
 
-    world = generate_world(seed=seed, accounts=accounts, seats_per_account=seats,
-                           projects_per_seat=projects)
+    world = generate_world(
+        seed=seed, accounts=accounts, seats_per_account=seats, projects_per_seat=projects
+    )
     v2, changes = evolve(world, seed=seed + 1, edit=change, delete=0.0, add=0.0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -173,25 +199,49 @@ def bench_incremental(seed: int = 13, accounts: int = 10, seats: int = 10,
 
         def dump(settings):
             with db.connect(settings.duckdb_path, read_only=True) as con:
-                return con.execute("SELECT node_id, input_hash, memory_hash FROM mem_nodes "
-                                   "ORDER BY node_id").fetchall()
+                return con.execute(
+                    "SELECT node_id, input_hash, memory_hash FROM mem_nodes ORDER BY node_id"
+                ).fetchall()
 
         same_as_full = dump(inc) == dump(full_home)
     inc_j, full_j = incremental.as_json(), full.as_json()
     return {
-        "tree": {"accounts": len(world.accounts), "seats": len(world.seats),
-                 "projects": len(world.projects), "documents": len(world.documents)},
+        "tree": {
+            "accounts": len(world.accounts),
+            "seats": len(world.seats),
+            "projects": len(world.projects),
+            "documents": len(world.documents),
+        },
         "edited_projects": len(changes["edited"]),
         "initial_full_build_s": round(first.seconds, 1),
-        "incremental": {k: inc_j[k] for k in ("leaves_built", "seats_built", "accounts_built",
-                                              "engine_calls", "embedded_texts",
-                                              "dagster_runs")} | {"wall_s": round(inc_s, 1)},
-        "full_rebuild": {k: full_j[k] for k in ("leaves_built", "seats_built", "accounts_built",
-                                                "engine_calls", "embedded_texts",
-                                                "dagster_runs")} | {"wall_s": round(full_s, 1)},
+        "incremental": {
+            k: inc_j[k]
+            for k in (
+                "leaves_built",
+                "seats_built",
+                "accounts_built",
+                "engine_calls",
+                "embedded_texts",
+                "dagster_runs",
+            )
+        }
+        | {"wall_s": round(inc_s, 1)},
+        "full_rebuild": {
+            k: full_j[k]
+            for k in (
+                "leaves_built",
+                "seats_built",
+                "accounts_built",
+                "engine_calls",
+                "embedded_texts",
+                "dagster_runs",
+            )
+        }
+        | {"wall_s": round(full_s, 1)},
         "ratio_full_over_incremental": {
             "engine_calls": round(full_j["engine_calls"] / max(1, inc_j["engine_calls"]), 1),
-            "wall_time": round(full_s / inc_s, 1)},
+            "wall_time": round(full_s / inc_s, 1),
+        },
         "verify_identical_to_full_rebuild": report.ok,
         "verify_nodes": report.nodes,
         "incremental_tree_equals_full_rebuild_tree": same_as_full,

@@ -24,8 +24,11 @@ def build_checks(assets: list[dg.AssetsDefinition]) -> list[dg.AssetChecksDefini
                 shown = dict(sorted(result.problems.items())[:20])
                 return dg.AssetCheckResult(
                     passed=result.passed,
-                    metadata={"nodes": result.nodes, "nodes_with_problems": len(result.problems),
-                              "problems": dg.MetadataValue.json(shown)},
+                    metadata={
+                        "nodes": result.nodes,
+                        "nodes_with_problems": len(result.problems),
+                        "problems": dg.MetadataValue.json(shown),
+                    },
                 )
 
             return memory_complete
@@ -49,10 +52,13 @@ def build_lossless_check(account_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
         shown = dict(sorted({**report.differences, **report.vector_mismatches}.items())[:30])
         return dg.AssetCheckResult(
             passed=report.ok,
-            metadata={"nodes": report.nodes, "identical_nodes": report.identical,
-                      "differing_nodes": len(report.differences),
-                      "vector_mismatches": len(report.vector_mismatches),
-                      "differences": dg.MetadataValue.json(shown)},
+            metadata={
+                "nodes": report.nodes,
+                "identical_nodes": report.identical,
+                "differing_nodes": len(report.differences),
+                "vector_mismatches": len(report.vector_mismatches),
+                "differences": dg.MetadataValue.json(shown),
+            },
         )
 
     return memory_equals_full_rebuild

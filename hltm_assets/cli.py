@@ -41,15 +41,24 @@ def cmd_load(args: argparse.Namespace) -> int:
         _print_json(report.as_dict())
     else:
         d = report.as_dict()
-        print(f"loaded {args.directory} into {settings.duckdb_path}: {d['accounts']} accounts, "
-              f"{d['seats']} seats, {d['projects']} projects, {d['documents']} documents "
-              f"(projects added {d['projects_added']}, changed {d['projects_changed']}, "
-              f"deleted {d['projects_deleted']}, moved {d['projects_moved']})")
+        print(
+            f"loaded {args.directory} into {settings.duckdb_path}: {d['accounts']} accounts, "
+            f"{d['seats']} seats, {d['projects']} projects, {d['documents']} documents "
+            f"(projects added {d['projects_added']}, changed {d['projects_changed']}, "
+            f"deleted {d['projects_deleted']}, moved {d['projects_moved']})"
+        )
         print("next: hltm index")
-        if d["projects_added"] or d["projects_deleted"] or d["projects_moved"] or \
-                d["seats_deleted"] or d["accounts_deleted"]:
-            print("the tree changed: if dagster dev is running, reload its code location "
-                  "(hltm reload) so its partitions follow; its sensor waits until then")
+        if (
+            d["projects_added"]
+            or d["projects_deleted"]
+            or d["projects_moved"]
+            or d["seats_deleted"]
+            or d["accounts_deleted"]
+        ):
+            print(
+                "the tree changed: if dagster dev is running, reload its code location "
+                "(hltm reload) so its partitions follow; its sensor waits until then"
+            )
     return 0
 
 
@@ -69,20 +78,25 @@ def cmd_index(args: argparse.Namespace) -> int:
             for node in plan.purge:
                 print(f"purge {node}: no longer in the source of truth")
             c = plan.counts()
-            print(f"would build {c['leaves']} leaves, {c['seats']} seats, {c['accounts']} "
-                  f"accounts; purge {c['purged']}")
+            print(
+                f"would build {c['leaves']} leaves, {c['seats']} seats, {c['accounts']} "
+                f"accounts; purge {c['purged']}"
+            )
         return 0
     show = not args.json and not args.no_progress and sys.stderr.isatty() or args.progress
-    result = run_index(settings, full=args.full, show_progress=show,
-                       reset_vectors=args.reset_vectors)
+    result = run_index(
+        settings, full=args.full, show_progress=show, reset_vectors=args.reset_vectors
+    )
     out = result.as_json()
     if args.json:
         _print_json(out)
     else:
-        print(f"built {out['leaves_built']} leaves, {out['seats_built']} seats, "
-              f"{out['accounts_built']} accounts in {out['seconds']:.1f} s "
-              f"({out['engine_calls']} engine calls, {out['llm_calls']} LLM calls, "
-              f"{out['dagster_runs']} Dagster runs)")
+        print(
+            f"built {out['leaves_built']} leaves, {out['seats_built']} seats, "
+            f"{out['accounts_built']} accounts in {out['seconds']:.1f} s "
+            f"({out['engine_calls']} engine calls, {out['llm_calls']} LLM calls, "
+            f"{out['dagster_runs']} Dagster runs)"
+        )
     if result.failed:
         print("failed runs: " + "; ".join(result.failed), file=sys.stderr)
         return EXIT_FAILED
@@ -102,9 +116,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         summary = answer_batch(settings, Path(args.queries), Path(args.out), show_progress=show)
         for problem in summary["problems"]:
             print(f"hltm: {problem}", file=sys.stderr)
-        print(f"answered {summary['answered']} of {summary['lines']} queries -> {args.out}"
-              + (f" ({len(summary['problems'])} bad lines skipped)" if summary["problems"]
-                 else ""), file=sys.stderr)
+        print(
+            f"answered {summary['answered']} of {summary['lines']} queries -> {args.out}"
+            + (f" ({len(summary['problems'])} bad lines skipped)" if summary["problems"] else ""),
+            file=sys.stderr,
+        )
         return EXIT_FAILED if summary["problems"] else 0
     if not args.question or not args.scope:
         raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
@@ -116,8 +132,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(result.answer)
         print(f"references: {', '.join(result.references) or '(none)'}")
         t = result.timings
-        print(f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
-              f"LLM calls {result.llm_calls}")
+        print(
+            f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
+            f"LLM calls {result.llm_calls}"
+        )
     return 0
 
 
@@ -130,15 +148,19 @@ def cmd_delete(args: argparse.Namespace) -> int:
     out = report.as_dict()
     if not args.no_rebuild:
         result = run_index(settings)
-        out["rebuilt"] = {k: v for k, v in result.as_json().items()
-                          if k in ("leaves_built", "seats_built", "accounts_built",
-                                   "failed_runs")}
+        out["rebuilt"] = {
+            k: v
+            for k, v in result.as_json().items()
+            if k in ("leaves_built", "seats_built", "accounts_built", "failed_runs")
+        }
     if args.json:
         _print_json(out)
     else:
-        print(f"deleted {out['node_id']}: {out['projects_deleted']} projects, "
-              f"{out['documents_deleted']} documents; memory rows, vectors (every table "
-              "version), cached replies and query-log rows erased")
+        print(
+            f"deleted {out['node_id']}: {out['projects_deleted']} projects, "
+            f"{out['documents_deleted']} documents; memory rows, vectors (every table "
+            "version), cached replies and query-log rows erased"
+        )
         if "rebuilt" in out:
             print(f"rebuilt ancestors: {', '.join(out['ancestors_to_rebuild']) or 'none'}")
         else:
@@ -154,8 +176,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _print_json(report.as_dict())
     else:
         state = "identical to" if report.ok else "DIFFERENT from"
-        print(f"memory is {state} a full rebuild of the source of truth: {report.identical} of "
-              f"{report.nodes} nodes identical")
+        print(
+            f"memory is {state} a full rebuild of the source of truth: {report.identical} of "
+            f"{report.nodes} nodes identical"
+        )
         for node, why in sorted({**report.differences, **report.vector_mismatches}.items())[:50]:
             print(f"  {node}: {why}")
     return 0 if report.ok else EXIT_FAILED
@@ -175,22 +199,26 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(out)
         else:
-            print(f"hints v{proposal.version} are active ({len(proposal.patterns)} patterns, "
-                  f"{len(proposal.facets)} facet names); memory to rebuild: {stale['leaves']} "
-                  f"leaves, {stale['seats']} seats, {stale['accounts']} accounts (hltm index, or "
-                  "the sensor under dagster dev)")
+            print(
+                f"hints v{proposal.version} are active ({len(proposal.patterns)} patterns, "
+                f"{len(proposal.facets)} facet names); memory to rebuild: {stale['leaves']} "
+                f"leaves, {stale['seats']} seats, {stale['accounts']} accounts (hltm index, or "
+                "the sensor under dagster dev)"
+            )
         return 0
     if not args.review:
         auto = args.auto_approve or os.environ.get("HLTM_ADAPT_AUTO_APPROVE") == "1"
-        params = adaptation.MiningParams(window_days=args.window_days,
-                                         min_queries=args.min_queries,
-                                         min_scopes=args.min_scopes)
+        params = adaptation.MiningParams(
+            window_days=args.window_days, min_queries=args.min_queries, min_scopes=args.min_scopes
+        )
         proposal, created = adaptation.propose(settings, params, auto_approve=auto)
         if not args.json:
             if created:
-                print(f"mined {proposal.queries} distinct queries: proposal v{proposal.version} "
-                      f"({proposal.status}) with {len(proposal.patterns)} patterns and "
-                      f"{len(proposal.facets)} facet names")
+                print(
+                    f"mined {proposal.queries} distinct queries: proposal v{proposal.version} "
+                    f"({proposal.status}) with {len(proposal.patterns)} patterns and "
+                    f"{len(proposal.facets)} facet names"
+                )
             else:
                 print("the query log supports the hints already active; nothing new to propose")
     view = adaptation.review(settings)
@@ -200,17 +228,23 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     if view["version"] is None:
         print("no proposal yet: run hltm adapt (after some hltm ask)")
         return 0
-    print(f"proposal v{view['version']} ({view['status']}; active: "
-          f"{'v' + str(view['active_version']) if view['active_version'] else 'none'}), "
-          f"from {view['queries']} distinct queries")
+    print(
+        f"proposal v{view['version']} ({view['status']}; active: "
+        f"{'v' + str(view['active_version']) if view['active_version'] else 'none'}), "
+        f"from {view['queries']} distinct queries"
+    )
     for p in view["patterns"]:
         mark = "+" if p["pattern"] in view["diff"]["patterns_added"] else " "
-        print(f" {mark} pattern {p['pattern']!r}: {p['support_queries']} queries, "
-              f"{p['support_scopes']} scopes")
+        print(
+            f" {mark} pattern {p['pattern']!r}: {p['support_queries']} queries, "
+            f"{p['support_scopes']} scopes"
+        )
     for f in view["facets"]:
         mark = "+" if f["key"] in view["diff"]["facets_added"] else " "
-        print(f" {mark} facet {f['key']}: {f['support_queries']} queries, "
-              f"{f['support_scopes']} scopes")
+        print(
+            f" {mark} facet {f['key']}: {f['support_queries']} queries, "
+            f"{f['support_scopes']} scopes"
+        )
     for p in view["diff"]["patterns_removed"]:
         print(f" - pattern {p!r}")
     for f in view["diff"]["facets_removed"]:
@@ -254,12 +288,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     from hltm_resources.sample import generate_world, write_snapshot
 
-    world = generate_world(seed=args.seed, accounts=args.accounts,
-                           seats_per_account=args.seats, projects_per_seat=(args.min_projects,
-                                                                            args.max_projects))
+    world = generate_world(
+        seed=args.seed,
+        accounts=args.accounts,
+        seats_per_account=args.seats,
+        projects_per_seat=(args.min_projects, args.max_projects),
+    )
     out = write_snapshot(world, args.directory)
-    print(f"wrote {len(world.accounts)} accounts, {len(world.seats)} seats, "
-          f"{len(world.projects)} projects, {len(world.documents)} documents to {out}")
+    print(
+        f"wrote {len(world.accounts)} accounts, {len(world.seats)} seats, "
+        f"{len(world.projects)} projects, {len(world.documents)} documents to {out}"
+    )
     if args.queries:
         from hltm_resources.sample import make_queries, write_queries
 
@@ -278,26 +317,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = _settings(args)
     t0 = time.perf_counter()
     world = generate_world(seed=args.seed)
-    print(f"1. generated a recruiting world (seed {args.seed}): {len(world.accounts)} accounts, "
-          f"{len(world.seats)} recruiters, {len(world.projects)} projects, "
-          f"{len(world.documents)} documents (hltm sample DIR writes it as a snapshot)")
+    print(
+        f"1. generated a recruiting world (seed {args.seed}): {len(world.accounts)} accounts, "
+        f"{len(world.seats)} recruiters, {len(world.projects)} projects, "
+        f"{len(world.documents)} documents (hltm sample DIR writes it as a snapshot)"
+    )
     with tempfile.TemporaryDirectory(prefix="hltm-demo-") as tmp:
         report = load_snapshot(settings, write_snapshot(world, Path(tmp) / "snapshot"))
     print(f"2. loaded it into the source of truth ({report.projects} projects)")
     show = sys.stderr.isatty() and not args.no_progress
     result = run_index(settings, show_progress=show)
     out = result.as_json()
-    print(f"3. built memory through Dagster: {out['leaves_built']} leaves, {out['seats_built']} "
-          f"seats, {out['accounts_built']} accounts in {out['seconds']:.1f} s "
-          f"({out['dagster_runs']} runs, {out['embedded_texts']} texts embedded offline)")
+    print(
+        f"3. built memory through Dagster: {out['leaves_built']} leaves, {out['seats_built']} "
+        f"seats, {out['accounts_built']} accounts in {out['seconds']:.1f} s "
+        f"({out['dagster_runs']} runs, {out['embedded_texts']} texts embedded offline)"
+    )
     print()
     print(format_stats(tree_stats(settings)))
     if result.failed:
         print("failed runs: " + "; ".join(result.failed), file=sys.stderr)
         return EXIT_FAILED
     _demo_questions(settings, world)
-    print(f"\ndone in {time.perf_counter() - t0:.1f} s. Open the UI: hltm --home {settings.home} "
-          "dev")
+    print(
+        f"\ndone in {time.perf_counter() - t0:.1f} s. Open the UI: hltm --home {settings.home} dev"
+    )
     return 0
 
 
@@ -314,8 +358,10 @@ def _demo_questions(settings: Settings, world) -> None:
     for scope, question in demo_questions(world):
         r = mem.ask(question, scope=scope)
         refs = ", ".join(r.references) if r.references else "(none)"
-        print(f"\n  [{scope}] {question}\n    -> {r.answer}\n    cites: {refs}  "
-              f"({r.timings['retrieval_ms']:.0f} ms retrieval)")
+        print(
+            f"\n  [{scope}] {question}\n    -> {r.answer}\n    cites: {refs}  "
+            f"({r.timings['retrieval_ms']:.0f} ms retrieval)"
+        )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -349,21 +395,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
             result = eval_adaptation(eval_settings, seed=args.seed)
             _print_json(result) if args.json else print(markdown(result))
             return 0
-        scores, info = eval_hiring(eval_settings, seed=args.seed, systems=systems,
-                                   limit=args.limit, show_progress=show)
+        scores, info = eval_hiring(
+            eval_settings, seed=args.seed, systems=systems, limit=args.limit, show_progress=show
+        )
         if args.json:
             _print_json(scores)
         else:
-            print(f"hiring benchmark: seed {info['seed']}, {info['queries']} queries, "
-                  f"home {eval_settings.home}\n")
+            print(
+                f"hiring benchmark: seed {info['seed']}, {info['queries']} queries, "
+                f"home {eval_settings.home}\n"
+            )
             print(markdown_table(scores, judged=info["judged"]))
         return 0
     from query.evaluation.public import run_public
 
     if not args.data:
         raise CliError(f"--benchmark {args.benchmark} needs --data PATH")
-    out = run_public(settings, args.benchmark, Path(args.data), limit=args.limit,
-                     show_progress=show)
+    out = run_public(
+        settings, args.benchmark, Path(args.data), limit=args.limit, show_progress=show
+    )
     if args.json:
         _print_json(out["json"])
     else:
@@ -382,8 +432,14 @@ def cmd_dev(args: argparse.Namespace) -> int:
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     env["HLTM_HOME"] = str(settings.home)
     root = Path(__file__).resolve().parent.parent
-    cmd = [str(Path(sys.executable).with_name("dagster")), "dev", "-w",
-           str(root / "workspace.yaml"), "-p", str(args.port)]
+    cmd = [
+        str(Path(sys.executable).with_name("dagster")),
+        "dev",
+        "-w",
+        str(root / "workspace.yaml"),
+        "-p",
+        str(args.port),
+    ]
     print(f"starting: HLTM_HOME={settings.home} {' '.join(cmd)}")
     return subprocess.call(cmd, env=env, cwd=root)
 
@@ -403,9 +459,11 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="hltm", description="Hierarchical long-term semantic memory for LLM agents.")
-    parser.add_argument("--home", default=None,
-                        help="memory home (default: $HLTM_HOME, else ./.hltm)")
+        prog="hltm", description="Hierarchical long-term semantic memory for LLM agents."
+    )
+    parser.add_argument(
+        "--home", default=None, help="memory home (default: $HLTM_HOME, else ./.hltm)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("load", help="validate and load a snapshot directory into the SOT")
@@ -415,14 +473,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build every node whose inputs changed (through Dagster)")
     p.add_argument("--full", action="store_true", help="rebuild every node")
-    p.add_argument("--reset-vectors", action="store_true",
-                   help="drop the vector tables and rebuild everything (after changing the "
-                   "embedding model)")
+    p.add_argument(
+        "--reset-vectors",
+        action="store_true",
+        help="drop the vector tables and rebuild everything (after changing the embedding model)",
+    )
     p.add_argument("--dry-run", action="store_true", help="list what would be built and why")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--progress", action="store_true", help="draw the progress bar even if "
-                   "stderr is not a terminal")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress bar even if stderr is not a terminal",
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("ask", help="answer a question from memory, scoped to a node")
@@ -435,24 +498,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("delete", help="erase a project, seat or account everywhere, rebuild "
-                       "its ancestors")
+    p = sub.add_parser(
+        "delete", help="erase a project, seat or account everywhere, rebuild its ancestors"
+    )
     p.add_argument("node", help="project:<id>, seat:<id> or account:<id>")
-    p.add_argument("--no-rebuild", action="store_true",
-                   help="only erase (ancestors stay empty until the next hltm index)")
+    p.add_argument(
+        "--no-rebuild",
+        action="store_true",
+        help="only erase (ancestors stay empty until the next hltm index)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_delete)
 
     p = sub.add_parser("adapt", help="mine the query log into hints (patterns, facet names)")
     p.add_argument("--review", action="store_true", help="show the latest proposal and its diff")
     p.add_argument("--approve", type=int, metavar="VERSION", help="activate a proposal")
-    p.add_argument("--auto-approve", action="store_true",
-                   help="activate what is mined (also HLTM_ADAPT_AUTO_APPROVE=1)")
+    p.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="activate what is mined (also HLTM_ADAPT_AUTO_APPROVE=1)",
+    )
     p.add_argument("--window-days", type=float, default=30.0)
-    p.add_argument("--min-queries", type=int, default=3,
-                   help="minimum distinct questions supporting a pattern or facet name")
-    p.add_argument("--min-scopes", type=int, default=2,
-                   help="minimum distinct scopes supporting a pattern or facet name")
+    p.add_argument(
+        "--min-queries",
+        type=int,
+        default=3,
+        help="minimum distinct questions supporting a pattern or facet name",
+    )
+    p.add_argument(
+        "--min-scopes",
+        type=int,
+        default=2,
+        help="minimum distinct scopes supporting a pattern or facet name",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_adapt)
 
@@ -488,11 +566,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="dataset file (locomo / longmemeval)")
     p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
     p.add_argument("--systems", help="comma-separated systems (default: all)")
-    p.add_argument("--limit", type=int, help="hiring: first N queries; locomo: first N "
-                   "conversations; longmemeval: N questions, round-robin over question types")
-    p.add_argument("--adaptation", action="store_true",
-                   help="hiring: before/after adaptation, hints mined from a training half of "
-                   "the scopes, measured on the other half")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="hiring: first N queries; locomo: first N "
+        "conversations; longmemeval: N questions, round-robin over question types",
+    )
+    p.add_argument(
+        "--adaptation",
+        action="store_true",
+        help="hiring: before/after adaptation, hints mined from a training half of "
+        "the scopes, measured on the other half",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object keyed by system")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_eval)

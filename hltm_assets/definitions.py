@@ -40,13 +40,15 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
             selection=dg.AssetSelection.assets(asset).without_checks()
             | dg.AssetSelection.checks(check),
             partitions_def=tree.of_level(level),
-            description=f"Build {level} memory for a partition range.")
-        for level, asset, check in zip(("project", "seat", "account"), assets, checks,
-                                       strict=True)
+            description=f"Build {level} memory for a partition range.",
+        )
+        for level, asset, check in zip(("project", "seat", "account"), assets, checks, strict=True)
     }
     consistency = dg.define_asset_job(
-        "hltm_consistency_job", selection=dg.AssetSelection.checks(lossless, *checks),
-        description="Every node complete, and memory equal to a full rebuild of the SOT.")
+        "hltm_consistency_job",
+        selection=dg.AssetSelection.checks(lossless, *checks),
+        description="Every node complete, and memory equal to a full rebuild of the SOT.",
+    )
     automation = dg.AutomationConditionSensorDefinition(
         "hltm_automation",
         target=dg.AssetSelection.assets(*assets[1:]),
@@ -56,9 +58,12 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
     )
     sensor = build_sensor(tree, jobs)
     nightly = dg.ScheduleDefinition(
-        name="hltm_nightly_consistency", job=consistency, cron_schedule="0 3 * * *",
+        name="hltm_nightly_consistency",
+        job=consistency,
+        cron_schedule="0 3 * * *",
         default_status=dg.DefaultScheduleStatus.RUNNING,
-        description="Nightly: full rebuild into a scratch home, compared node by node.")
+        description="Nightly: full rebuild into a scratch home, compared node by node.",
+    )
     return dg.Definitions(
         assets=[*assets, QUERY_LOG, adaptation_hints],
         asset_checks=[*checks, lossless],

@@ -39,8 +39,9 @@ def read_tree(settings: Settings) -> Topology:
     if not settings.duckdb_path.exists():
         return Topology({}, {}, {})
     with db.connect(settings.duckdb_path, read_only=True) as con:
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
         if "sot_projects" not in tables:
             return Topology({}, {}, {})
         return read_topology(con)
@@ -53,9 +54,11 @@ def tree_partitions(topology: Topology) -> TreePartitions:
         seats=dg.StaticPartitionsDefinition(list(topology.seats)),
         accounts=dg.StaticPartitionsDefinition(list(topology.accounts)),
         project_to_seat=dg.StaticPartitionMapping(
-            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.projects.items()}),
+            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.projects.items()}
+        ),
         seat_to_account=dg.StaticPartitionMapping(
-            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.seats.items()}),
+            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.seats.items()}
+        ),
     )
 
 

@@ -63,8 +63,9 @@ class IndexResult:
     embedded_texts: int = 0
     embedding_calls: int = 0
     #: Seconds inside the asset bodies, by phase (engine, embed, write), summed over runs.
-    phases: dict[str, float] = field(default_factory=lambda: {"engine": 0.0, "embed": 0.0,
-                                                              "write": 0.0})
+    phases: dict[str, float] = field(
+        default_factory=lambda: {"engine": 0.0, "embed": 0.0, "write": 0.0}
+    )
     plan_seconds: float = 0.0
     usage_encoding: str | None = None
 
@@ -95,8 +96,11 @@ def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
     run = job.execute_in_process(
         instance=instance,
         run_config=_QUIET,
-        tags={ASSET_PARTITION_RANGE_START_TAG: start, ASSET_PARTITION_RANGE_END_TAG: end,
-              "hltm/trigger": "cli"},
+        tags={
+            ASSET_PARTITION_RANGE_START_TAG: start,
+            ASSET_PARTITION_RANGE_END_TAG: end,
+            "hltm/trigger": "cli",
+        },
         raise_on_error=False,
     )
     result.runs += 1
@@ -110,8 +114,13 @@ def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
     return True
 
 
-def run_index(settings: Settings, full: bool = False, show_progress: bool = False,
-              plan: Plan | None = None, reset_vectors: bool = False) -> IndexResult:
+def run_index(
+    settings: Settings,
+    full: bool = False,
+    show_progress: bool = False,
+    plan: Plan | None = None,
+    reset_vectors: bool = False,
+) -> IndexResult:
     """Build every node whose inputs changed (or all with ``full``), through Dagster.
 
     ``reset_vectors`` drops the LanceDB tables first and rebuilds everything: the way to move

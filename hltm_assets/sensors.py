@@ -13,16 +13,18 @@ from hltm_resources.resources import HLTMResource
 def _run_request(r, jobs: dict) -> dg.RunRequest:
     tags = {"hltm/trigger": "sensor", "hltm/reason": r.reason[:200]}
     if r.end is None:
-        return dg.RunRequest(job_name=jobs[r.level].name, partition_key=r.raw_id,
-                             run_key=r.run_key, tags=tags)
+        return dg.RunRequest(
+            job_name=jobs[r.level].name, partition_key=r.raw_id, run_key=r.run_key, tags=tags
+        )
     # A partition-range run, as a single-run backfill launches it.
-    tags |= {"dagster/asset_partition_range_start": r.raw_id,
-             "dagster/asset_partition_range_end": r.end}
+    tags |= {
+        "dagster/asset_partition_range_start": r.raw_id,
+        "dagster/asset_partition_range_end": r.end,
+    }
     return dg.RunRequest(job_name=jobs[r.level].name, run_key=r.run_key, tags=tags)
 
 
-def build_sensor(tree: TreePartitions, jobs: dict,
-                 interval_s: int = 30) -> dg.SensorDefinition:
+def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int = 30) -> dg.SensorDefinition:
     """Requests leaf runs for changed projects (run keys carry the input hash) and parent runs
     automation missed; skips, saying why, when the tree changed since the location loaded."""
 
@@ -39,8 +41,14 @@ def build_sensor(tree: TreePartitions, jobs: dict,
             return dg.SkipReason(f"no source of truth at {settings.duckdb_path} yet")
         plan = hltm.indexer().plan()
         cursor = json.loads(context.cursor) if context.cursor else {}
-        decision = decide(plan, tree.topology, read_tree(settings), cursor, time.time(),
-                          order=list(tree.topology.projects))
+        decision = decide(
+            plan,
+            tree.topology,
+            read_tree(settings),
+            cursor,
+            time.time(),
+            order=list(tree.topology.projects),
+        )
         new_cursor = json.dumps(decision.cursor, sort_keys=True)
         if decision.skip_reason:
             context.update_cursor(new_cursor)

@@ -50,9 +50,13 @@ class MiningParams:
     max_patterns: int = 20
 
     def as_dict(self) -> dict:
-        return {"window_days": self.window_days, "min_queries": self.min_queries,
-                "min_scopes": self.min_scopes, "cluster_cosine": self.cluster_cosine,
-                "max_patterns": self.max_patterns}
+        return {
+            "window_days": self.window_days,
+            "min_queries": self.min_queries,
+            "min_scopes": self.min_scopes,
+            "cluster_cosine": self.cluster_cosine,
+            "max_patterns": self.max_patterns,
+        }
 
 
 @dataclass
@@ -64,8 +68,13 @@ class Proposal:
     status: str = "proposed"
 
     def as_dict(self) -> dict:
-        return {"version": self.version, "status": self.status, "queries": self.queries,
-                "patterns": self.patterns, "facets": self.facets}
+        return {
+            "version": self.version,
+            "status": self.status,
+            "queries": self.queries,
+            "patterns": self.patterns,
+            "facets": self.facets,
+        }
 
 
 def ensure_schema(con) -> None:
@@ -87,8 +96,12 @@ def to_template(question: str, vocabulary: ScopeVocabulary) -> tuple[str, list[s
             keys.append(m.key)
         else:  # stated with other punctuation or casing: replace the folded tokens
             folded = fold(m.value or "")
-            text = re.sub(r"\b" + r"\W+".join(map(re.escape, folded.split())) + r"\b",
-                          f"<{m.key}>", text, flags=re.I)
+            text = re.sub(
+                r"\b" + r"\W+".join(map(re.escape, folded.split())) + r"\b",
+                f"<{m.key}>",
+                text,
+                flags=re.I,
+            )
             keys.append(m.key)
     template = collapse_ws(_PUNCT.sub(" ", text.lower())).strip()
     return template, keys
@@ -97,8 +110,9 @@ def to_template(question: str, vocabulary: ScopeVocabulary) -> tuple[str, list[s
 def _vocabulary(con) -> ScopeVocabulary:
     values: dict[str, list[str]] = {}
     for key, value in con.execute(
-            "SELECT DISTINCT key, value FROM mem_facets WHERE key <> 'project_count' "
-            "ORDER BY key, value").fetchall():
+        "SELECT DISTINCT key, value FROM mem_facets WHERE key <> 'project_count' "
+        "ORDER BY key, value"
+    ).fetchall():
         values.setdefault(key, []).append(value)
     return ScopeVocabulary(values)
 
@@ -123,8 +137,12 @@ def _cluster(templates: list[str], embedder: Embedder, threshold: float) -> list
     return labels
 
 
-def mine(settings: Settings, params: MiningParams = MiningParams(),
-         now: datetime | None = None, embedder: Embedder | None = None) -> Proposal:
+def mine(
+    settings: Settings,
+    params: MiningParams = MiningParams(),
+    now: datetime | None = None,
+    embedder: Embedder | None = None,
+) -> Proposal:
     """Patterns and salient facet names with support, from the window of the query log."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     start = now - timedelta(days=params.window_days)
@@ -132,7 +150,8 @@ def mine(settings: Settings, params: MiningParams = MiningParams(),
         rows = con.execute(
             "SELECT scope, question, matched_keys FROM query_log "
             "WHERE asked_at >= ? AND asked_at <= ? ORDER BY asked_at",
-            [start, now]).fetchall()
+            [start, now],
+        ).fetchall()
         vocabulary = _vocabulary(con)
     # One (scope, question) pair is one query, however often it was asked.
     distinct: dict[tuple[str, str], list[str]] = {}
@@ -143,8 +162,7 @@ def mine(settings: Settings, params: MiningParams = MiningParams(),
         template, slots = to_template(question, vocabulary)
         items.append((scope, question, template, slots, keys))
     unique_templates = sorted({t for _, _, t, _, _ in items})
-    labels = _cluster(unique_templates, embedder or make_embedder(settings),
-                      params.cluster_cosine)
+    labels = _cluster(unique_templates, embedder or make_embedder(settings), params.cluster_cosine)
     centre_of = {t: unique_templates[c] for t, c in zip(unique_templates, labels, strict=True)}
     clusters: dict[str, list] = defaultdict(list)
     for item in items:
@@ -157,10 +175,15 @@ def mine(settings: Settings, params: MiningParams = MiningParams(),
             counts[m[2]] += 1
         template = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         if len(members) >= params.min_queries and len(scopes) >= params.min_scopes:
-            patterns.append({"pattern": template, "support_queries": len(members),
-                             "support_scopes": len(scopes),
-                             "variants": sorted(counts)[:5],
-                             "examples": sorted({m[1] for m in members})[:3]})
+            patterns.append(
+                {
+                    "pattern": template,
+                    "support_queries": len(members),
+                    "support_scopes": len(scopes),
+                    "variants": sorted(counts)[:5],
+                    "examples": sorted({m[1] for m in members})[:3],
+                }
+            )
     patterns.sort(key=lambda p: (-p["support_queries"], p["pattern"]))
     key_queries: dict[str, int] = defaultdict(int)
     key_scopes: dict[str, set] = defaultdict(set)
@@ -168,17 +191,21 @@ def mine(settings: Settings, params: MiningParams = MiningParams(),
         for key in set(slots) | set(keys):
             key_queries[key] += 1
             key_scopes[key].add(scope)
-    facets = [{"key": k, "support_queries": key_queries[k], "support_scopes": len(key_scopes[k])}
-              for k in key_queries
-              if key_queries[k] >= params.min_queries and len(key_scopes[k]) >= params.min_scopes]
+    facets = [
+        {"key": k, "support_queries": key_queries[k], "support_scopes": len(key_scopes[k])}
+        for k in key_queries
+        if key_queries[k] >= params.min_queries and len(key_scopes[k]) >= params.min_scopes
+    ]
     facets.sort(key=lambda f: (-f["support_queries"], f["key"]))
     return Proposal(0, patterns[: params.max_patterns], facets, queries=len(distinct))
 
 
 def active(con) -> Proposal | None:
     ensure_schema(con)
-    row = con.execute("SELECT version, patterns, facets, queries FROM adapt_hints "
-                      "WHERE status = 'active' ORDER BY version DESC LIMIT 1").fetchone()
+    row = con.execute(
+        "SELECT version, patterns, facets, queries FROM adapt_hints "
+        "WHERE status = 'active' ORDER BY version DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         return None
     return Proposal(row[0], json.loads(row[1]), json.loads(row[2]), row[3], "active")
@@ -186,8 +213,10 @@ def active(con) -> Proposal | None:
 
 def latest_proposal(con) -> Proposal | None:
     ensure_schema(con)
-    row = con.execute("SELECT version, patterns, facets, queries, status FROM adapt_hints "
-                      "ORDER BY version DESC LIMIT 1").fetchone()
+    row = con.execute(
+        "SELECT version, patterns, facets, queries, status FROM adapt_hints "
+        "ORDER BY version DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         return None
     return Proposal(row[0], json.loads(row[1]), json.loads(row[2]), row[3], row[4])
@@ -196,13 +225,18 @@ def latest_proposal(con) -> Proposal | None:
 def _same(a: Proposal | None, b: Proposal) -> bool:
     if a is None:
         return not b.patterns and not b.facets
-    return ([p["pattern"] for p in a.patterns] == [p["pattern"] for p in b.patterns]
-            and [f["key"] for f in a.facets] == [f["key"] for f in b.facets])
+    return [p["pattern"] for p in a.patterns] == [p["pattern"] for p in b.patterns] and [
+        f["key"] for f in a.facets
+    ] == [f["key"] for f in b.facets]
 
 
-def propose(settings: Settings, params: MiningParams = MiningParams(),
-            auto_approve: bool = False, now: datetime | None = None,
-            embedder: Embedder | None = None) -> tuple[Proposal, bool]:
+def propose(
+    settings: Settings,
+    params: MiningParams = MiningParams(),
+    auto_approve: bool = False,
+    now: datetime | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[Proposal, bool]:
     """Mine and store a new proposal unless it equals the active hints; (proposal, created)."""
     mined = mine(settings, params, now, embedder)
     db.init_schema(settings.duckdb_path)
@@ -211,14 +245,22 @@ def propose(settings: Settings, params: MiningParams = MiningParams(),
         current = active(con)
         if _same(current, mined):
             return (current or mined), False
-        version = con.execute("SELECT coalesce(max(version), 0) + 1 FROM adapt_hints"
-                              ).fetchone()[0]
+        version = con.execute("SELECT coalesce(max(version), 0) + 1 FROM adapt_hints").fetchone()[0]
         mined.version = version
         stamp = now or datetime.now(UTC).replace(tzinfo=None)
-        con.execute("INSERT INTO adapt_hints VALUES (?, 'proposed', ?, NULL, ?, ?, ?, ?, ?, ?)",
-                    [version, stamp, stamp - timedelta(days=params.window_days), stamp,
-                     mined.queries, json.dumps(params.as_dict()), json.dumps(mined.patterns),
-                     json.dumps(mined.facets)])
+        con.execute(
+            "INSERT INTO adapt_hints VALUES (?, 'proposed', ?, NULL, ?, ?, ?, ?, ?, ?)",
+            [
+                version,
+                stamp,
+                stamp - timedelta(days=params.window_days),
+                stamp,
+                mined.queries,
+                json.dumps(params.as_dict()),
+                json.dumps(mined.patterns),
+                json.dumps(mined.facets),
+            ],
+        )
     write_file(settings, mined)
     if auto_approve:
         approve(settings, version)
@@ -230,15 +272,18 @@ def approve(settings: Settings, version: int) -> Proposal:
     """Activate a proposal (the previous active one is superseded)."""
     with db.connect(settings.duckdb_path) as con, db.transaction(con):
         ensure_schema(con)
-        row = con.execute("SELECT status FROM adapt_hints WHERE version = ?",
-                          [version]).fetchone()
+        row = con.execute("SELECT status FROM adapt_hints WHERE version = ?", [version]).fetchone()
         if row is None:
             known = [r[0] for r in con.execute("SELECT version FROM adapt_hints ORDER BY 1")]
-            raise ValueError(f"no hints proposal version {version}; known versions: "
-                             f"{known or 'none (run hltm adapt first)'}")
+            raise ValueError(
+                f"no hints proposal version {version}; known versions: "
+                f"{known or 'none (run hltm adapt first)'}"
+            )
         con.execute("UPDATE adapt_hints SET status = 'superseded' WHERE status = 'active'")
-        con.execute("UPDATE adapt_hints SET status = 'active', approved_at = now() "
-                    "WHERE version = ?", [version])
+        con.execute(
+            "UPDATE adapt_hints SET status = 'active', approved_at = now() WHERE version = ?",
+            [version],
+        )
         proposal = active(con)
     assert proposal is not None
     write_file(settings, proposal)
@@ -250,7 +295,8 @@ def write_file(settings: Settings, proposal: Proposal) -> None:
     folder = settings.home / "hints"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"v{proposal.version}.json").write_text(
-        json.dumps(proposal.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps(proposal.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def review(settings: Settings) -> dict:
@@ -265,6 +311,10 @@ def review(settings: Settings) -> dict:
     new_f = {f["key"] for f in latest.facets}
     return latest.as_dict() | {
         "active_version": current.version if current else None,
-        "diff": {"patterns_added": sorted(new_p - old_p), "patterns_removed": sorted(old_p - new_p),
-                 "facets_added": sorted(new_f - old_f), "facets_removed": sorted(old_f - new_f)},
+        "diff": {
+            "patterns_added": sorted(new_p - old_p),
+            "patterns_removed": sorted(old_p - new_p),
+            "facets_added": sorted(new_f - old_f),
+            "facets_removed": sorted(old_f - new_f),
+        },
     }

@@ -29,8 +29,9 @@ def cache_path(settings: Settings) -> Path:
 
 def cache_key(prompt_version: str, model: str, messages: object, schema: object = None) -> str:
     """The key of one request: prompt version, model, and a hash of everything sent."""
-    return stable_hash({"prompt": prompt_version, "model": model, "messages": messages,
-                        "schema": schema})
+    return stable_hash(
+        {"prompt": prompt_version, "model": model, "messages": messages, "schema": schema}
+    )
 
 
 class LLMCache:
@@ -56,8 +57,10 @@ class LLMCache:
 
     def put(self, key: str, node_id: str | None, agent: str, model: str, response: str) -> None:
         with self._lock, self._connect() as con:
-            con.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)",
-                        [key, node_id, agent, model, response, time.time()])
+            con.execute(
+                "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)",
+                [key, node_id, agent, model, response, time.time()],
+            )
 
     def count(self) -> int:
         with self._lock, self._connect() as con:

@@ -27,12 +27,17 @@ def check_level(settings: Settings, level: str) -> CheckResult:
     """Every node of ``level`` has facets, QA pairs and a summary, and as many vectors."""
     with db.connect(settings.duckdb_path, read_only=True) as con:
         nodes = [n.node_id for n in read_topology(con).level(level).values()]
-        built = {r[0] for r in con.execute(
-            "SELECT node_id FROM mem_nodes WHERE level = ? AND input_hash <> 'invalidated'",
-            [level]).fetchall()}
+        built = {
+            r[0]
+            for r in con.execute(
+                "SELECT node_id FROM mem_nodes WHERE level = ? AND input_hash <> 'invalidated'",
+                [level],
+            ).fetchall()
+        }
         rows = {
-            view: dict(con.execute(
-                f"SELECT node_id, count(*) FROM {table} GROUP BY node_id").fetchall())
+            view: dict(
+                con.execute(f"SELECT node_id, count(*) FROM {table} GROUP BY node_id").fetchall()
+            )
             for view, table in _VIEW_OF.items()
         }
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)

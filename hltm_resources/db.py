@@ -82,14 +82,14 @@ def _is_lock_error(exc: Exception) -> bool:
 
 
 @contextmanager
-def connect(path: Path, read_only: bool = False,
-            timeout_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(
+    path: Path, read_only: bool = False, timeout_s: float = 30.0
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived connection; waits (with backoff) while another process holds the lock."""
     path = Path(path)
     if read_only and not path.exists():
         raise NoMemoryError(
-            f"no memory store at {path}: load a snapshot first (hltm --home {path.parent} "
-            "load DIR)"
+            f"no memory store at {path}: load a snapshot first (hltm --home {path.parent} load DIR)"
         )
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,9 +29,13 @@ class DeleteReport:
     invalidated: tuple[str, ...]
 
     def as_dict(self) -> dict:
-        return {"node_id": self.node_id, "projects_deleted": len(self.projects),
-                "documents_deleted": self.documents, "memory_nodes_erased": len(self.erased_nodes),
-                "ancestors_to_rebuild": list(self.invalidated)}
+        return {
+            "node_id": self.node_id,
+            "projects_deleted": len(self.projects),
+            "documents_deleted": self.documents,
+            "memory_nodes_erased": len(self.erased_nodes),
+            "ancestors_to_rebuild": list(self.invalidated),
+        }
 
 
 def delete_node(settings: Settings, node: str) -> DeleteReport:
@@ -51,16 +55,19 @@ def delete_node(settings: Settings, node: str) -> DeleteReport:
             seats = [s.raw_id for s in topo.children(info)]
             projects = [p.raw_id for s in seats for p in topo.children(topo.seats[s])]
             accounts = [target.raw]
-        n_docs = con.execute("SELECT count(*) FROM sot_documents WHERE project_id IN "
-                             "(SELECT unnest(?))", [projects]).fetchone()[0]
-        con.execute("DELETE FROM sot_documents WHERE project_id IN (SELECT unnest(?))",
-                    [projects])
+        n_docs = con.execute(
+            "SELECT count(*) FROM sot_documents WHERE project_id IN (SELECT unnest(?))", [projects]
+        ).fetchone()[0]
+        con.execute("DELETE FROM sot_documents WHERE project_id IN (SELECT unnest(?))", [projects])
         con.execute("DELETE FROM sot_projects WHERE project_id IN (SELECT unnest(?))", [projects])
         con.execute("DELETE FROM sot_seats WHERE seat_id IN (SELECT unnest(?))", [seats])
         con.execute("DELETE FROM sot_accounts WHERE account_id IN (SELECT unnest(?))", [accounts])
         states = read_states(con)
-        gone = sorted({f"project:{p}" for p in projects} | {f"seat:{s}" for s in seats}
-                      | {f"account:{a}" for a in accounts})
+        gone = sorted(
+            {f"project:{p}" for p in projects}
+            | {f"seat:{s}" for s in seats}
+            | {f"account:{a}" for a in accounts}
+        )
         invalidate = []
         parent = info.parent_id
         while parent is not None:

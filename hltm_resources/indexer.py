@@ -52,8 +52,10 @@ class NodeBuildError(RuntimeError):
         self.failures = failures
         shown = "; ".join(f"{n}: {e}" for n, e in sorted(failures.items())[:5])
         more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
-        super().__init__(f"{len(failures)} node(s) failed ({built} built and stored; the failed "
-                         f"ones keep their last good memory): {shown}{more}")
+        super().__init__(
+            f"{len(failures)} node(s) failed ({built} built and stored; the failed "
+            f"ones keep their last good memory): {shown}{more}"
+        )
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,13 @@ class Plan:
 
     def as_dict(self) -> dict:
         return {
-            "build": {lv: [{"node_id": i.node_id, "reason": i.reason, "input_hash": i.input_hash}
-                           for i in items]
-                      for lv, items in self.build.items()},
+            "build": {
+                lv: [
+                    {"node_id": i.node_id, "reason": i.reason, "input_hash": i.input_hash}
+                    for i in items
+                ]
+                for lv, items in self.build.items()
+            },
             "purge": list(self.purge),
             "orphan_vectors": list(self.orphan_vectors),
             "counts": self.counts(),
@@ -156,8 +162,7 @@ class Indexer:
         self._fixed_hints = hints is not None
         self.hints = hints if hints is not None else Hints()
         self.refresh_hints()
-        self.vectors = VectorStore(settings.lancedb_path, self.embedder.model_id,
-                                   self.embedder.dim)
+        self.vectors = VectorStore(settings.lancedb_path, self.embedder.model_id, self.embedder.dim)
 
     def refresh_hints(self) -> None:
         """Follow the active adaptation hints (an approval between two runs changes them)."""
@@ -167,17 +172,24 @@ class Indexer:
 
     # -- hashing -------------------------------------------------------------------------
     def _fingerprint(self) -> dict:
-        return {"v": INPUT_HASH_VERSION, "engine": self.agents.engine_id,
-                "embed": self.embedder.model_id, "hints": self.hints.version}
+        return {
+            "v": INPUT_HASH_VERSION,
+            "engine": self.agents.engine_id,
+            "embed": self.embedder.model_id,
+            "hints": self.hints.version,
+        }
 
     def leaf_hash(self, node: NodeInfo, docs: Sequence[Document]) -> str:
         payload = [[d.doc_id, d.kind, d.text, d.updated_at] for d in docs]
         return stable_hash(self._fingerprint() | {"name": node.name, "docs": payload})
 
-    def parent_hash(self, node: NodeInfo, children: Sequence[NodeInfo],
-                    states: dict[str, NodeState]) -> str:
-        kids = [[c.node_id, states[c.node_id].memory_hash if c.node_id in states else None]
-                for c in sorted(children, key=lambda c: c.node_id)]
+    def parent_hash(
+        self, node: NodeInfo, children: Sequence[NodeInfo], states: dict[str, NodeState]
+    ) -> str:
+        kids = [
+            [c.node_id, states[c.node_id].memory_hash if c.node_id in states else None]
+            for c in sorted(children, key=lambda c: c.node_id)
+        ]
         return stable_hash(self._fingerprint() | {"name": node.name, "children": kids})
 
     # -- planning ------------------------------------------------------------------------
@@ -196,8 +208,9 @@ class Indexer:
             leaf_hash = self.leaf_hash(node, docs[raw])
             reason = _reason(full, st, leaf_hash, node)
             if reason:
-                plan.build["project"].append(PlanItem(node.node_id, "project", raw, reason,
-                                                      leaf_hash))
+                plan.build["project"].append(
+                    PlanItem(node.node_id, "project", raw, reason, leaf_hash)
+                )
                 leaf_dirty.add(node.node_id)
         known = {n.node_id for lv in LEVELS for n in topo.level(lv).values()}
         plan.purge = sorted(n for n in states if n not in known)
@@ -224,8 +237,13 @@ class Indexer:
         return plan
 
     # -- building ------------------------------------------------------------------------
-    def build(self, level: str, raw_ids: Sequence[str], progress: Progress | None = None,
-              expected_children: Sequence[str] | None = None) -> BuildReport:
+    def build(
+        self,
+        level: str,
+        raw_ids: Sequence[str],
+        progress: Progress | None = None,
+        expected_children: Sequence[str] | None = None,
+    ) -> BuildReport:
         """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
         report = BuildReport(level)
         self.vectors.check_model()
@@ -241,8 +259,10 @@ class Indexer:
             chunk = nodes[start : start + CHUNK]
             failures.update(self._build_chunk(topo, level, chunk, report, progress))
         after = self.agents.usage.snapshot()
-        report.usage = {k: (after[k] - usage_before[k]) if isinstance(after[k], int) else after[k]
-                        for k in after}
+        report.usage = {
+            k: (after[k] - usage_before[k]) if isinstance(after[k], int) else after[k]
+            for k in after
+        }
         if failures:
             raise NodeBuildError(failures, len(report.nodes))
         return report
@@ -252,13 +272,18 @@ class Indexer:
             node_docs = docs[node.raw_id]
             memory = self.agents.build_leaf(node, node_docs, self.hints)
             return node, memory, self.leaf_hash(node, node_docs), len(node_docs)
-        children = [(c, memories[c.node_id]) for c in kids[node.node_id]
-                    if c.node_id in memories]
+        children = [(c, memories[c.node_id]) for c in kids[node.node_id] if c.node_id in memories]
         memory = self.agents.aggregate(node, children, self.hints)
         return node, memory, self.parent_hash(node, kids[node.node_id], states), 0
 
-    def _build_chunk(self, topo: Topology, level: str, chunk: list[NodeInfo],
-                     report: BuildReport, progress: Progress | None) -> dict[str, str]:
+    def _build_chunk(
+        self,
+        topo: Topology,
+        level: str,
+        chunk: list[NodeInfo],
+        report: BuildReport,
+        progress: Progress | None,
+    ) -> dict[str, str]:
         """Build, embed and store one chunk; returns the nodes that failed, with why."""
         t0 = time.perf_counter()
         docs = kids = memories = states = None
@@ -300,8 +325,11 @@ class Indexer:
         else:
             t2 = t1
         with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
-            write_memories(con, items, BuildMeta(self.agents.engine_id, self.embedder.model_id,
-                                                 self.hints.version))
+            write_memories(
+                con,
+                items,
+                BuildMeta(self.agents.engine_id, self.embedder.model_id, self.hints.version),
+            )
         t3 = time.perf_counter()
         report.engine_s += t1 - t0
         report.embed_s += t2 - t1
@@ -312,18 +340,38 @@ class Indexer:
             report.qa += len(memory.qa)
             report.summaries += 1
             report.documents += n_docs
-            report.per_node.append({"node_id": node.node_id, "facets": len(memory.facets),
-                                    "qa": len(memory.qa), "documents": n_docs})
+            report.per_node.append(
+                {
+                    "node_id": node.node_id,
+                    "facets": len(memory.facets),
+                    "qa": len(memory.qa),
+                    "documents": n_docs,
+                }
+            )
         return failures
 
     def _vector_rows(self, items: list[tuple[NodeInfo, Memory, str, int]]) -> dict[str, pa.Table]:
         texts: dict[str, list[str]] = {t: [] for t in TABLES}
         cols: dict[str, dict[str, list]] = {
-            "facets": {"node_id": [], "level": [], "path": [], "key": [], "value": [],
-                       "support": [], "source_ids": []},
+            "facets": {
+                "node_id": [],
+                "level": [],
+                "path": [],
+                "key": [],
+                "value": [],
+                "support": [],
+                "source_ids": [],
+            },
             "qa": {"node_id": [], "level": [], "path": [], "answer": [], "source_ids": []},
-            "summaries": {"node_id": [], "level": [], "path": [], "detailed": [],
-                          "source_ids": [], "name": [], "leaf_count": []},
+            "summaries": {
+                "node_id": [],
+                "level": [],
+                "path": [],
+                "detailed": [],
+                "source_ids": [],
+                "name": [],
+                "leaf_count": [],
+            },
         }
 
         def base(table: str, node: NodeInfo) -> None:
@@ -335,8 +383,12 @@ class Indexer:
             for f in memory.facets:
                 base("facets", node)
                 texts["facets"].append(f.text)
-                for c, v in (("key", f.key), ("value", f.value), ("support", f.support),
-                             ("source_ids", list(f.source_ids))):
+                for c, v in (
+                    ("key", f.key),
+                    ("value", f.value),
+                    ("support", f.support),
+                    ("source_ids", list(f.source_ids)),
+                ):
                     cols["facets"][c].append(v)
             for q in memory.qa:
                 base("qa", node)
@@ -360,7 +412,8 @@ class Indexer:
             vecs = np.ascontiguousarray(vectors[offset : offset + n], dtype=np.float32)
             offset += n
             data["vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim)
+                pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim
+            )
             schema = self.vectors_schema(name)
             out[name] = pa.table({f.name: data[f.name] for f in schema}, schema=schema)
         return out
@@ -410,18 +463,25 @@ def _reason(full: bool, st: NodeState | None, new_hash: str | None, node: NodeIn
     return ""
 
 
-def _child_reason(node: NodeInfo, children: list[NodeInfo], states: dict[str, NodeState],
-                  dirty: set[str]) -> str:
+def _child_reason(
+    node: NodeInfo, children: list[NodeInfo], states: dict[str, NodeState], dirty: set[str]
+) -> str:
     rebuilt = sorted(c.node_id for c in children if c.node_id in dirty)
     current = {c.node_id for c in children}
     left = sorted(n for n, s in states.items() if s.parent_id == node.node_id and n not in current)
     parts = []
     if rebuilt:
-        parts.append("child rebuilt: " + ", ".join(rebuilt[:5])
-                     + (f" (+{len(rebuilt) - 5})" if len(rebuilt) > 5 else ""))
+        parts.append(
+            "child rebuilt: "
+            + ", ".join(rebuilt[:5])
+            + (f" (+{len(rebuilt) - 5})" if len(rebuilt) > 5 else "")
+        )
     if left:
-        parts.append("child removed: " + ", ".join(left[:5])
-                     + (f" (+{len(left) - 5})" if len(left) > 5 else ""))
+        parts.append(
+            "child removed: "
+            + ", ".join(left[:5])
+            + (f" (+{len(left) - 5})" if len(left) > 5 else "")
+        )
     return "; ".join(parts)
 
 
@@ -437,8 +497,9 @@ def _resolve(topo: Topology, level: str, raw_ids: Sequence[str]) -> list[NodeInf
     return [pool[r] for r in raw_ids]
 
 
-def _check_children(topo: Topology, level: str, nodes: list[NodeInfo],
-                    expected: Sequence[str]) -> None:
+def _check_children(
+    topo: Topology, level: str, nodes: list[NodeInfo], expected: Sequence[str]
+) -> None:
     """Dagster's mapped children of ``nodes`` must be the SOT's (else the mapping is stale)."""
     have = sorted(c.raw_id for n in nodes for c in topo.children(n))
     want = sorted(expected)

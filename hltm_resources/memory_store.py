@@ -57,41 +57,49 @@ def write_memories(
     node_ids = [info.node_id for info, *_ in items]
     erase_rows(con, node_ids)
     now = datetime.now(UTC).replace(tzinfo=None)
-    nodes = pa.table({
-        "node_id": [i.node_id for i, *_ in items],
-        "level": [i.level for i, *_ in items],
-        "name": [i.name for i, *_ in items],
-        "parent_id": [i.parent_id for i, *_ in items],
-        "path": [i.path for i, *_ in items],
-        "input_hash": [h for _, _, h, _ in items],
-        "memory_hash": [m.content_hash() for _, m, _, _ in items],
-        "engine": [meta.engine] * len(items),
-        "embed_model": [meta.embed_model] * len(items),
-        "hints_version": pa.array([meta.hints_version] * len(items), pa.int32()),
-        "leaf_count": pa.array([m.leaf_count for _, m, _, _ in items], pa.int32()),
-        "doc_count": pa.array([d for *_, d in items], pa.int32()),
-        "built_at": pa.array([now] * len(items), pa.timestamp("us")),
-    })
+    nodes = pa.table(
+        {
+            "node_id": [i.node_id for i, *_ in items],
+            "level": [i.level for i, *_ in items],
+            "name": [i.name for i, *_ in items],
+            "parent_id": [i.parent_id for i, *_ in items],
+            "path": [i.path for i, *_ in items],
+            "input_hash": [h for _, _, h, _ in items],
+            "memory_hash": [m.content_hash() for _, m, _, _ in items],
+            "engine": [meta.engine] * len(items),
+            "embed_model": [meta.embed_model] * len(items),
+            "hints_version": pa.array([meta.hints_version] * len(items), pa.int32()),
+            "leaf_count": pa.array([m.leaf_count for _, m, _, _ in items], pa.int32()),
+            "doc_count": pa.array([d for *_, d in items], pa.int32()),
+            "built_at": pa.array([now] * len(items), pa.timestamp("us")),
+        }
+    )
     facets = {"node_id": [], "ord": [], "key": [], "value": [], "support": [], "source_ids": []}
     qa = {"node_id": [], "ord": [], "question": [], "answer": [], "source_ids": []}
     summaries = {"node_id": [], "detailed": [], "concise": [], "source_ids": []}
     for info, memory, _, _ in items:
         for i, f in enumerate(memory.facets):
-            for col, val in zip(facets, (info.node_id, i, f.key, f.value, f.support,
-                                         list(f.source_ids)), strict=True):
+            for col, val in zip(
+                facets,
+                (info.node_id, i, f.key, f.value, f.support, list(f.source_ids)),
+                strict=True,
+            ):
                 facets[col].append(val)
         for i, q in enumerate(memory.qa):
-            for col, val in zip(qa, (info.node_id, i, q.question, q.answer, list(q.source_ids)),
-                                strict=True):
+            for col, val in zip(
+                qa, (info.node_id, i, q.question, q.answer, list(q.source_ids)), strict=True
+            ):
                 qa[col].append(val)
         s = memory.summary
-        for col, val in zip(summaries, (info.node_id, s.detailed, s.concise, list(s.source_ids)),
-                            strict=True):
+        for col, val in zip(
+            summaries, (info.node_id, s.detailed, s.concise, list(s.source_ids)), strict=True
+        ):
             summaries[col].append(val)
     tables = {
         "mem_nodes": nodes,
-        "mem_facets": pa.table(facets, schema=_schema(facets, {"ord": pa.int32(),
-                                                                "support": pa.int32()})),
+        "mem_facets": pa.table(
+            facets, schema=_schema(facets, {"ord": pa.int32(), "support": pa.int32()})
+        ),
         "mem_qa": pa.table(qa, schema=_schema(qa, {"ord": pa.int32()})),
         "mem_summaries": pa.table(summaries, schema=_schema(summaries, {})),
     }

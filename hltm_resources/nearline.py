@@ -47,21 +47,34 @@ def topology_change(loaded: Topology, now: Topology) -> str | None:
         moved = sorted(k for k in set(a) & set(b) if a[k].parent_id != b[k].parent_id)
         for what, ids in (("new", added), ("deleted", removed), ("moved", moved)):
             if ids:
-                parts.append(f"{len(ids)} {what} {level}(s) ({', '.join(ids[:3])}"
-                             f"{', ...' if len(ids) > 3 else ''})")
+                parts.append(
+                    f"{len(ids)} {what} {level}(s) ({', '.join(ids[:3])}"
+                    f"{', ...' if len(ids) > 3 else ''})"
+                )
     return "; ".join(parts) or None
 
 
-def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, now: float,
-           grace: float = GRACE_S, order: list[str] | None = None) -> Decision:
+def decide(
+    plan: Plan,
+    loaded: Topology,
+    now_topology: Topology,
+    cursor: dict,
+    now: float,
+    grace: float = GRACE_S,
+    order: list[str] | None = None,
+) -> Decision:
     """The runs to request now. ``order``: the leaf partition keys in partition order (enables
     range runs for contiguous changed leaves)."""
     change = topology_change(loaded, now_topology)
     if change:
-        return Decision(skip_reason=(
-            f"the tree changed since the code location loaded: {change}. Reload it (hltm reload, "
-            "or 'Reload definitions' in the UI); nothing is built against a stale mapping."),
-            cursor=cursor)
+        return Decision(
+            skip_reason=(
+                f"the tree changed since the code location loaded: {change}. Reload it "
+                "(hltm reload, or 'Reload definitions' in the UI); nothing is built against a "
+                "stale mapping."
+            ),
+            cursor=cursor,
+        )
     decision = Decision()
     first_seen: dict[str, list] = dict(cursor.get("stale_since", {}))
     still_stale: dict[str, list] = {}
@@ -82,13 +95,24 @@ def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, n
             digest = stable_hash([by_key[k].input_hash for k in run])[:16]
             if len(run) == 1:
                 item = by_key[run[0]]
-                decision.requests.append(Request("project", item.raw_id,
-                                                 f"{item.node_id}:{item.input_hash[:16]}",
-                                                 item.reason))
+                decision.requests.append(
+                    Request(
+                        "project",
+                        item.raw_id,
+                        f"{item.node_id}:{item.input_hash[:16]}",
+                        item.reason,
+                    )
+                )
             else:
-                decision.requests.append(Request(
-                    "project", run[0], f"project:{run[0]}..{run[-1]}:{digest}",
-                    f"{len(run)} leaves: {by_key[run[0]].reason}", end=run[-1]))
+                decision.requests.append(
+                    Request(
+                        "project",
+                        run[0],
+                        f"project:{run[0]}..{run[-1]}:{digest}",
+                        f"{len(run)} leaves: {by_key[run[0]].reason}",
+                        end=run[-1],
+                    )
+                )
     else:
         for item in leaves:
             key = f"{item.node_id}:{item.input_hash[:16]}"
@@ -106,9 +130,15 @@ def decide(plan: Plan, loaded: Topology, now_topology: Topology, cursor: dict, n
                 since = [key, now]
             still_stale[item.node_id] = since
             if now - since[1] >= grace:
-                decision.requests.append(Request(
-                    level, item.raw_id, key,
-                    f"{item.reason}; still stale after {grace:.0f} s (automation did not follow)"))
+                decision.requests.append(
+                    Request(
+                        level,
+                        item.raw_id,
+                        key,
+                        f"{item.reason}; still stale after {grace:.0f} s "
+                        "(automation did not follow)",
+                    )
+                )
     decision.cursor = {"stale_since": still_stale}
     if not decision.requests:
         waiting = f"; {len(still_stale)} parent(s) left to automation" if still_stale else ""

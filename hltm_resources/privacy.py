@@ -11,8 +11,9 @@ from hltm_resources.memory_store import erase_rows
 from hltm_resources.vectors import VectorStore
 
 
-def scrub_database(con, gone: Sequence[str], invalidate: Sequence[str],
-                   deleted_projects: Sequence[str] = ()) -> None:
+def scrub_database(
+    con, gone: Sequence[str], invalidate: Sequence[str], deleted_projects: Sequence[str] = ()
+) -> None:
     """Inside the caller's transaction: drop memory rows of ``gone``, empty ``invalidate``,
     and drop query-log rows scoped to or citing any of ``gone``/``deleted_projects``."""
     erase_rows(con, gone, invalidate)

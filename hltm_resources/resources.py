@@ -46,8 +46,10 @@ class HLTMResource(dg.ConfigurableResource):
     timeout_s: float = 60.0
     max_retries: int = 4
     max_input_tokens: int = 6000
-    adapt_auto_approve: bool = Field(default=False, description="Activate mined hints without "
-                                     "review (non-sensitive deployments).")
+    adapt_auto_approve: bool = Field(
+        default=False,
+        description="Activate mined hints without review (non-sensitive deployments).",
+    )
 
     def settings(self) -> Settings:
         values = {f.name: getattr(self, f.name) for f in fields(Settings) if f.name != "home"}
@@ -66,8 +68,10 @@ class HLTMResource(dg.ConfigurableResource):
         api_key = None
         if settings.api_key:
             if os.environ.get("OPENAI_API_KEY") != settings.api_key:
-                raise ConfigError("Dagster runs read the API key from OPENAI_API_KEY (EnvVar); "
-                                  "set it there instead of passing it directly")
+                raise ConfigError(
+                    "Dagster runs read the API key from OPENAI_API_KEY (EnvVar); "
+                    "set it there instead of passing it directly"
+                )
             api_key = dg.EnvVar("OPENAI_API_KEY")
         values = {f.name: getattr(settings, f.name) for f in fields(Settings)}
         return cls(**(values | {"home": str(settings.home), "api_key": api_key}))

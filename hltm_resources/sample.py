@@ -20,70 +20,288 @@ from hltm_resources.text import join_human
 DOMAINS: dict[str, dict[str, list[str]]] = {
     "tech": {
         "Data Engineer": ["Python", "Spark", "Airflow", "SQL", "dbt", "Kafka", "AWS", "Snowflake"],
-        "Backend Engineer": ["Go", "Java", "PostgreSQL", "Kubernetes", "gRPC", "AWS", "Redis",
-                             "Microservices"],
-        "Machine Learning Engineer": ["Python", "PyTorch", "MLOps", "Kubernetes", "TensorFlow",
-                                      "Feature Stores", "SQL", "Ray"],
-        "Frontend Engineer": ["TypeScript", "React", "CSS", "GraphQL", "Next.js", "Accessibility",
-                              "Jest", "Figma"],
-        "Site Reliability Engineer": ["Kubernetes", "Terraform", "Prometheus", "Linux", "Go",
-                                      "AWS", "Incident Management", "Ansible"],
-        "Product Manager": ["Roadmapping", "SQL", "A/B Testing", "Stakeholder Management",
-                            "Jira", "User Research", "Analytics", "Agile"],
+        "Backend Engineer": [
+            "Go",
+            "Java",
+            "PostgreSQL",
+            "Kubernetes",
+            "gRPC",
+            "AWS",
+            "Redis",
+            "Microservices",
+        ],
+        "Machine Learning Engineer": [
+            "Python",
+            "PyTorch",
+            "MLOps",
+            "Kubernetes",
+            "TensorFlow",
+            "Feature Stores",
+            "SQL",
+            "Ray",
+        ],
+        "Frontend Engineer": [
+            "TypeScript",
+            "React",
+            "CSS",
+            "GraphQL",
+            "Next.js",
+            "Accessibility",
+            "Jest",
+            "Figma",
+        ],
+        "Site Reliability Engineer": [
+            "Kubernetes",
+            "Terraform",
+            "Prometheus",
+            "Linux",
+            "Go",
+            "AWS",
+            "Incident Management",
+            "Ansible",
+        ],
+        "Product Manager": [
+            "Roadmapping",
+            "SQL",
+            "A/B Testing",
+            "Stakeholder Management",
+            "Jira",
+            "User Research",
+            "Analytics",
+            "Agile",
+        ],
     },
     "health": {
-        "Clinical Data Analyst": ["SQL", "SAS", "R", "CDISC", "Tableau", "Python", "GCP",
-                                  "Data Cleaning"],
-        "Registered Nurse": ["Patient Care", "BLS Certification", "Epic EHR", "Triage",
-                             "Medication Administration", "ICU Experience", "Charting",
-                             "Wound Care"],
-        "Biostatistician": ["R", "SAS", "Survival Analysis", "Clinical Trials", "Python",
-                            "Bayesian Methods", "CDISC", "Mixed Models"],
-        "Healthcare IT Specialist": ["HL7", "FHIR", "Epic EHR", "SQL", "Active Directory",
-                                     "ITIL", "Networking", "Windows Server"],
-        "Medical Science Liaison": ["Oncology", "Scientific Communication", "KOL Management",
-                                    "Clinical Trials", "CRM", "Presentation Skills",
-                                    "Pharmacology", "Medical Writing"],
+        "Clinical Data Analyst": [
+            "SQL",
+            "SAS",
+            "R",
+            "CDISC",
+            "Tableau",
+            "Python",
+            "GCP",
+            "Data Cleaning",
+        ],
+        "Registered Nurse": [
+            "Patient Care",
+            "BLS Certification",
+            "Epic EHR",
+            "Triage",
+            "Medication Administration",
+            "ICU Experience",
+            "Charting",
+            "Wound Care",
+        ],
+        "Biostatistician": [
+            "R",
+            "SAS",
+            "Survival Analysis",
+            "Clinical Trials",
+            "Python",
+            "Bayesian Methods",
+            "CDISC",
+            "Mixed Models",
+        ],
+        "Healthcare IT Specialist": [
+            "HL7",
+            "FHIR",
+            "Epic EHR",
+            "SQL",
+            "Active Directory",
+            "ITIL",
+            "Networking",
+            "Windows Server",
+        ],
+        "Medical Science Liaison": [
+            "Oncology",
+            "Scientific Communication",
+            "KOL Management",
+            "Clinical Trials",
+            "CRM",
+            "Presentation Skills",
+            "Pharmacology",
+            "Medical Writing",
+        ],
     },
     "retail": {
-        "Store Manager": ["Team Leadership", "Merchandising", "P&L Management", "Scheduling",
-                          "Inventory Control", "Customer Service", "Loss Prevention", "Retail POS"],
-        "Supply Chain Analyst": ["Excel", "SQL", "SAP", "Demand Forecasting", "Tableau",
-                                 "Inventory Optimization", "Python", "Logistics"],
-        "E-commerce Marketing Manager": ["SEO", "Google Analytics", "Paid Social",
-                                         "Email Marketing", "Shopify", "A/B Testing",
-                                         "Copywriting", "CRM"],
-        "Merchandise Planner": ["Excel", "Assortment Planning", "Open-to-Buy", "SAP",
-                                "Forecasting", "Vendor Management", "Tableau", "Retail Math"],
-        "Warehouse Operations Lead": ["Forklift Certification", "WMS", "Lean", "Safety Compliance",
-                                      "Team Leadership", "Inventory Control", "Scheduling",
-                                      "Freight Receiving"],
+        "Store Manager": [
+            "Team Leadership",
+            "Merchandising",
+            "P&L Management",
+            "Scheduling",
+            "Inventory Control",
+            "Customer Service",
+            "Loss Prevention",
+            "Retail POS",
+        ],
+        "Supply Chain Analyst": [
+            "Excel",
+            "SQL",
+            "SAP",
+            "Demand Forecasting",
+            "Tableau",
+            "Inventory Optimization",
+            "Python",
+            "Logistics",
+        ],
+        "E-commerce Marketing Manager": [
+            "SEO",
+            "Google Analytics",
+            "Paid Social",
+            "Email Marketing",
+            "Shopify",
+            "A/B Testing",
+            "Copywriting",
+            "CRM",
+        ],
+        "Merchandise Planner": [
+            "Excel",
+            "Assortment Planning",
+            "Open-to-Buy",
+            "SAP",
+            "Forecasting",
+            "Vendor Management",
+            "Tableau",
+            "Retail Math",
+        ],
+        "Warehouse Operations Lead": [
+            "Forklift Certification",
+            "WMS",
+            "Lean",
+            "Safety Compliance",
+            "Team Leadership",
+            "Inventory Control",
+            "Scheduling",
+            "Freight Receiving",
+        ],
     },
 }
 LOCATIONS = [
-    "Dublin, Ireland", "Lisbon, Portugal", "Berlin, Germany", "Amsterdam, Netherlands",
-    "London, United Kingdom", "Toronto, Canada", "Austin, Texas", "Seattle, Washington",
-    "New York, New York", "Madrid, Spain", "Warsaw, Poland", "Singapore",
+    "Dublin, Ireland",
+    "Lisbon, Portugal",
+    "Berlin, Germany",
+    "Amsterdam, Netherlands",
+    "London, United Kingdom",
+    "Toronto, Canada",
+    "Austin, Texas",
+    "Seattle, Washington",
+    "New York, New York",
+    "Madrid, Spain",
+    "Warsaw, Poland",
+    "Singapore",
 ]
 WORKPLACES = ["remote", "hybrid", "on-site"]
 SENIORITIES = ["Junior", "Mid-level", "Senior", "Staff", "Lead"]
 REJECTION_REASONS = [
-    "salary expectations too high", "insufficient hands-on experience",
-    "weak system design skills", "no visa sponsorship available", "notice period too long",
-    "poor communication in interviews", "lacked stakeholder management experience",
-    "not willing to relocate", "culture add concerns", "failed the technical assessment",
-    "overqualified for the level", "accepted a competing offer",
+    "salary expectations too high",
+    "insufficient hands-on experience",
+    "weak system design skills",
+    "no visa sponsorship available",
+    "notice period too long",
+    "poor communication in interviews",
+    "lacked stakeholder management experience",
+    "not willing to relocate",
+    "culture add concerns",
+    "failed the technical assessment",
+    "overqualified for the level",
+    "accepted a competing offer",
 ]
-FIRST = ["Aoife", "Bruno", "Chen", "Dara", "Elif", "Farah", "Goran", "Hana", "Ines", "Jonas",
-         "Kaito", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq",
-         "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zofia"]
-LAST = ["Byrne", "Costa", "Dubois", "Eriksen", "Fischer", "Garcia", "Haddad", "Ivanova", "Jansen",
-        "Kowalski", "Larsen", "Moreau", "Novak", "Okafor", "Petrov", "Quigley", "Rossi", "Silva",
-        "Tanaka", "Ueda", "Varga", "Walsh", "Yilmaz", "Zhang"]
-ADJ = ["amber", "brisk", "cobalt", "dapper", "ember", "frosty", "gilded", "hazel", "ivory", "jade",
-       "keen", "lunar", "mellow", "nimble", "onyx", "plucky", "quartz", "rustic", "sable", "tidal"]
-NOUN = ["falcon", "harbor", "lantern", "meadow", "orchid", "pebble", "quill", "raven", "summit",
-        "thicket", "violet", "willow", "yonder", "zephyr", "beacon", "cinder", "delta", "fjord"]
+FIRST = [
+    "Aoife",
+    "Bruno",
+    "Chen",
+    "Dara",
+    "Elif",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ines",
+    "Jonas",
+    "Kaito",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+]
+LAST = [
+    "Byrne",
+    "Costa",
+    "Dubois",
+    "Eriksen",
+    "Fischer",
+    "Garcia",
+    "Haddad",
+    "Ivanova",
+    "Jansen",
+    "Kowalski",
+    "Larsen",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Petrov",
+    "Quigley",
+    "Rossi",
+    "Silva",
+    "Tanaka",
+    "Ueda",
+    "Varga",
+    "Walsh",
+    "Yilmaz",
+    "Zhang",
+]
+ADJ = [
+    "amber",
+    "brisk",
+    "cobalt",
+    "dapper",
+    "ember",
+    "frosty",
+    "gilded",
+    "hazel",
+    "ivory",
+    "jade",
+    "keen",
+    "lunar",
+    "mellow",
+    "nimble",
+    "onyx",
+    "plucky",
+    "quartz",
+    "rustic",
+    "sable",
+    "tidal",
+]
+NOUN = [
+    "falcon",
+    "harbor",
+    "lantern",
+    "meadow",
+    "orchid",
+    "pebble",
+    "quill",
+    "raven",
+    "summit",
+    "thicket",
+    "violet",
+    "willow",
+    "yonder",
+    "zephyr",
+    "beacon",
+    "cinder",
+    "delta",
+    "fjord",
+]
 ACCOUNTS = [
     ("northwind", "Northwind Analytics", "tech", "flat_json"),
     ("bluefin", "Bluefin Health", "health", "nested_json"),
@@ -141,8 +359,9 @@ def _preferences(rng: random.Random, domain: str) -> dict:
         "locations": locations,
         "location_w": [0.7, 0.24, 0.06],
         "workplace_w": rng.choice([[0.1, 0.75, 0.15], [0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]),
-        "seniority_w": rng.choice([[0.1, 0.3, 0.45, 0.1, 0.05], [0.3, 0.45, 0.2, 0.0, 0.05],
-                                   [0.0, 0.2, 0.45, 0.25, 0.1]]),
+        "seniority_w": rng.choice(
+            [[0.1, 0.3, 0.45, 0.1, 0.05], [0.3, 0.45, 0.2, 0.0, 0.05], [0.0, 0.2, 0.45, 0.25, 0.1]]
+        ),
         "reasons": reasons,
         "reason_w": [0.35, 0.25, 0.15, 0.1, 0.1, 0.05],
     }
@@ -170,8 +389,11 @@ def _requisition(style: str, t: ProjectTruth, rng: random.Random) -> str:
             "id": f"lev-{t.project_id}",
             "posting": {
                 "text": t.title,
-                "categories": {"location": t.location, "commitment": "Full-time",
-                               "level": t.seniority},
+                "categories": {
+                    "location": t.location,
+                    "commitment": "Full-time",
+                    "level": t.seniority,
+                },
                 "workplaceType": t.workplace_type,
             },
             "requirements": {"skills": list(t.skills)},
@@ -179,14 +401,16 @@ def _requisition(style: str, t: ProjectTruth, rng: random.Random) -> str:
         }
         return json.dumps(obj)
     workplace = {"remote": "Remote", "hybrid": "Hybrid", "on-site": "On-site"}[t.workplace_type]
-    return "\n".join([
-        f"Job Posting Title: {t.title}",
-        f"Management Level: {t.seniority}",
-        f"Primary Location: {t.location}",
-        f"Remote Type: {workplace}",
-        f"Required Skills: {', '.join(t.skills)}",
-        "Time Type: Full time",
-    ])
+    return "\n".join(
+        [
+            f"Job Posting Title: {t.title}",
+            f"Management Level: {t.seniority}",
+            f"Primary Location: {t.location}",
+            f"Remote Type: {workplace}",
+            f"Required Skills: {', '.join(t.skills)}",
+            "Time Type: Full time",
+        ]
+    )
 
 
 _BRIEFS = [
@@ -202,48 +426,69 @@ _BRIEFS = [
 def _brief(t: ProjectTruth, rng: random.Random) -> str:
     wp = {"remote": "fully remote", "hybrid": "hybrid", "on-site": "on-site"}[t.workplace_type]
     template = rng.choice(_BRIEFS)
-    return template.format(sen=t.seniority.lower(), title=t.title, loc=t.location, wp=wp,
-                           skills=join_human(list(t.skills)),
-                           code=f"Internal code name: {t.codename}.")
+    return template.format(
+        sen=t.seniority.lower(),
+        title=t.title,
+        loc=t.location,
+        wp=wp,
+        skills=join_human(list(t.skills)),
+        code=f"Internal code name: {t.codename}.",
+    )
 
 
 def _feedback(t: ProjectTruth, reason: str | None, rng: random.Random) -> str:
     name = _person(rng)
     if reason is None:
         skill = rng.choice(t.skills)
-        return rng.choice([
-            f"Candidate: {name}\nStage: Onsite\nDecision: Advanced\nNotes: strong {skill} depth",
-            f"Debrief for {name}: strong {skill} background, moving to the final round.",
-        ])
-    return rng.choice([
-        f"Candidate: {name}\nStage: Phone screen\nDecision: Rejected\nReason: {reason}",
-        f"Debrief for {name}: we decided not to move forward because of {reason}.",
-        f"Interview feedback for {name}. Rejected due to {reason}.",
-    ])
+        return rng.choice(
+            [
+                f"Candidate: {name}\nStage: Onsite\nDecision: Advanced\n"
+                f"Notes: strong {skill} depth",
+                f"Debrief for {name}: strong {skill} background, moving to the final round.",
+            ]
+        )
+    return rng.choice(
+        [
+            f"Candidate: {name}\nStage: Phone screen\nDecision: Rejected\nReason: {reason}",
+            f"Debrief for {name}: we decided not to move forward because of {reason}.",
+            f"Interview feedback for {name}. Rejected due to {reason}.",
+        ]
+    )
 
 
-def _project(rng: random.Random, world: World, seat_id: str, account_id: str, pid: str,
-             day: int) -> None:
+def _project(
+    rng: random.Random, world: World, seat_id: str, account_id: str, pid: str, day: int
+) -> None:
     prefs = world.prefs[seat_id]
     domain = next(a[2] for a in ACCOUNTS if a[0] == account_id.rsplit("-", 1)[0])
     title = _weighted(rng, prefs["titles"], prefs["title_w"])
     pool = DOMAINS[domain][title]
     skills = tuple(sorted(rng.sample(pool[:5], k=2) + rng.sample(pool[5:], k=1)))
-    reasons = sorted({_weighted(rng, prefs["reasons"], prefs["reason_w"])
-                      for _ in range(rng.randint(1, 3))})
+    reasons = sorted(
+        {_weighted(rng, prefs["reasons"], prefs["reason_w"]) for _ in range(rng.randint(1, 3))}
+    )
     truth = ProjectTruth(
-        project_id=pid, seat_id=seat_id, account_id=account_id, title=title,
+        project_id=pid,
+        seat_id=seat_id,
+        account_id=account_id,
+        title=title,
         seniority=_weighted(rng, SENIORITIES, prefs["seniority_w"]),
         location=_weighted(rng, prefs["locations"], prefs["location_w"]),
         workplace_type=_weighted(rng, WORKPLACES, prefs["workplace_w"]),
-        skills=skills, rejection_reasons=tuple(reasons),
+        skills=skills,
+        rejection_reasons=tuple(reasons),
         codename=f"{rng.choice(ADJ)}-{rng.choice(NOUN)}-{rng.randint(100, 999)}",
     )
     world.truth[pid] = truth
     date = f"2026-{1 + day // 28:02d}-{1 + day % 28:02d}"
-    world.projects.append({"project_id": pid, "seat_id": seat_id,
-                           "name": f"{truth.title} ({truth.location.split(',')[0]}) #{pid[-3:]}",
-                           "updated_at": date})
+    world.projects.append(
+        {
+            "project_id": pid,
+            "seat_id": seat_id,
+            "name": f"{truth.title} ({truth.location.split(',')[0]}) #{pid[-3:]}",
+            "updated_at": date,
+        }
+    )
     style = world.styles[account_id]
     docs = []
     if rng.random() < SUPERSEDED_SHARE:
@@ -251,15 +496,24 @@ def _project(rng: random.Random, world: World, seat_id: str, account_id: str, pi
         # reader that trusts every document equally gets this project wrong.
         old = replace(truth, location=rng.choice([x for x in LOCATIONS if x != truth.location]))
         docs.append(("requisition", _requisition(style, old, rng), _earlier(date)))
-    docs += [("requisition", _requisition(style, truth, rng), date),
-             ("brief", _brief(truth, rng), date)]
+    docs += [
+        ("requisition", _requisition(style, truth, rng), date),
+        ("brief", _brief(truth, rng), date),
+    ]
     notes = [_feedback(truth, r, rng) for r in reasons]
     notes += [_feedback(truth, None, rng) for _ in range(rng.randint(0, 2))]
     rng.shuffle(notes)
     docs += [("feedback", n, date) for n in notes]
     for i, (kind, text, updated) in enumerate(docs):
-        world.documents.append({"doc_id": f"{pid}-d{i}", "project_id": pid, "kind": kind,
-                                "text": text, "updated_at": updated})
+        world.documents.append(
+            {
+                "doc_id": f"{pid}-d{i}",
+                "project_id": pid,
+                "kind": kind,
+                "text": text,
+                "updated_at": updated,
+            }
+        )
 
 
 SUPERSEDED_SHARE = 0.12
@@ -270,8 +524,12 @@ def _earlier(date: str) -> str:
     return f"{year - 1}-{month:02d}-{day:02d}"
 
 
-def generate_world(seed: int = 7, accounts: int = 3, seats_per_account: int = 4,
-                   projects_per_seat: tuple[int, int] = (8, 14)) -> World:
+def generate_world(
+    seed: int = 7,
+    accounts: int = 3,
+    seats_per_account: int = 4,
+    projects_per_seat: tuple[int, int] = (8, 14),
+) -> World:
     """A world of ``accounts`` x ``seats_per_account`` recruiters; same seed, same world."""
     rng = random.Random(seed)
     world = World(seed=seed)
@@ -279,18 +537,17 @@ def generate_world(seed: int = 7, accounts: int = 3, seats_per_account: int = 4,
     for a in range(accounts):
         key, name, domain, style = ACCOUNTS[a % len(ACCOUNTS)]
         account_id = f"{key}-{a // len(ACCOUNTS)}" if a >= len(ACCOUNTS) else f"{key}-0"
-        world.accounts.append({"account_id": account_id,
-                               "name": name if a < len(ACCOUNTS) else f"{name} {a}"})
+        world.accounts.append(
+            {"account_id": account_id, "name": name if a < len(ACCOUNTS) else f"{name} {a}"}
+        )
         world.styles[account_id] = style
         for s in range(seats_per_account):
             seat_id = f"{account_id}-r{s + 1:02d}"
-            world.seats.append({"seat_id": seat_id, "account_id": account_id,
-                                "name": _person(rng)})
+            world.seats.append({"seat_id": seat_id, "account_id": account_id, "name": _person(rng)})
             world.prefs[seat_id] = _preferences(rng, domain)
             for _ in range(rng.randint(*projects_per_seat)):
                 n_project += 1
-                _project(rng, world, seat_id, account_id, f"p{n_project:05d}",
-                         rng.randint(0, 300))
+                _project(rng, world, seat_id, account_id, f"p{n_project:05d}", rng.randint(0, 300))
     return world
 
 
@@ -306,12 +563,21 @@ def write_snapshot(world: World, directory: str | Path) -> Path:
     return directory
 
 
-def evolve(world: World, seed: int, edit: float = 0.08, delete: float = 0.04,
-           add: float = 0.06) -> tuple[World, dict[str, list[str]]]:
+def evolve(
+    world: World, seed: int, edit: float = 0.08, delete: float = 0.04, add: float = 0.06
+) -> tuple[World, dict[str, list[str]]]:
     """The next snapshot: some projects edited (a new feedback note), deleted, or added."""
     rng = random.Random(seed)
-    new = World(list(world.accounts), list(world.seats), [], [], {}, dict(world.styles),
-                dict(world.prefs), seed)
+    new = World(
+        list(world.accounts),
+        list(world.seats),
+        [],
+        [],
+        {},
+        dict(world.styles),
+        dict(world.prefs),
+        seed,
+    )
     ids = sorted(world.truth)
     n = len(ids)
     deleted = set(rng.sample(ids, k=round(n * delete)))
@@ -325,15 +591,23 @@ def evolve(world: World, seed: int, edit: float = 0.08, delete: float = 0.04,
             new.documents.append(dict(d))
     for pid in sorted(edited):
         truth = new.truth[pid]
-        reason = _weighted(rng, world.prefs[truth.seat_id]["reasons"],
-                           world.prefs[truth.seat_id]["reason_w"])
+        reason = _weighted(
+            rng, world.prefs[truth.seat_id]["reasons"], world.prefs[truth.seat_id]["reason_w"]
+        )
         n_docs = sum(1 for d in new.documents if d["project_id"] == pid)
-        new.documents.append({"doc_id": f"{pid}-d{n_docs}", "project_id": pid,
-                              "kind": "feedback", "text": _feedback(truth, reason, rng),
-                              "updated_at": "2026-12-01"})
+        new.documents.append(
+            {
+                "doc_id": f"{pid}-d{n_docs}",
+                "project_id": pid,
+                "kind": "feedback",
+                "text": _feedback(truth, reason, rng),
+                "updated_at": "2026-12-01",
+            }
+        )
         if reason not in truth.rejection_reasons:
-            new.truth[pid] = replace(truth, rejection_reasons=tuple(sorted(
-                truth.rejection_reasons + (reason,))))
+            new.truth[pid] = replace(
+                truth, rejection_reasons=tuple(sorted(truth.rejection_reasons + (reason,)))
+            )
     top = max(int(p[1:]) for p in ids)
     seat_account = world.seat_account()
     added = []
@@ -424,13 +698,29 @@ def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
     all_skills = {s for t in world.truth.values() for s in t.skills}
     queries: list[dict] = []
 
-    def add(scope: str, kind: str, question: str, answer: str, refs: list[str],
-            entities: list[str], template: str, probe: bool = False) -> None:
-        queries.append({
-            "query_id": f"q{len(queries) + 1:04d}", "scope": scope, "question": question,
-            "type": kind, "gold_answer": answer, "gold_references": refs,
-            "gold_entities": entities, "template": template, "probe": probe,
-        })
+    def add(
+        scope: str,
+        kind: str,
+        question: str,
+        answer: str,
+        refs: list[str],
+        entities: list[str],
+        template: str,
+        probe: bool = False,
+    ) -> None:
+        queries.append(
+            {
+                "query_id": f"q{len(queries) + 1:04d}",
+                "scope": scope,
+                "question": question,
+                "type": kind,
+                "gold_answer": answer,
+                "gold_references": refs,
+                "gold_entities": entities,
+                "template": template,
+                "probe": probe,
+            }
+        )
 
     for scope in scopes:
         projects = sorted(scope_projects(world, scope), key=lambda t: t.project_id)
@@ -438,53 +728,99 @@ def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
             continue
         who = "recruiter" if scope.startswith("seat:") else "organization"
         for attribute, template in _SUMMARY_QUESTIONS.items():
-            answer, entities = _gold_distribution(value_counts(world, scope, attribute),
-                                                  len(projects))
+            answer, entities = _gold_distribution(
+                value_counts(world, scope, attribute), len(projects)
+            )
             add(scope, "summary", template.format(who=who), answer, [scope], entities, template)
         pairs = sorted({(t.title, t.location) for t in projects})
         for title, location in rng.sample(pairs, k=min(per_scope, len(pairs))):
-            refs = [f"project:{t.project_id}" for t in projects
-                    if t.title == title and t.location == location]
-            add(scope, "retrieval", f"Which of my searches were for {title} roles in {location}?",
-                f"{len(refs)} projects", refs, [title, location],
-                "which of my searches were for <title> roles in <location>")
+            refs = [
+                f"project:{t.project_id}"
+                for t in projects
+                if t.title == title and t.location == location
+            ]
+            add(
+                scope,
+                "retrieval",
+                f"Which of my searches were for {title} roles in {location}?",
+                f"{len(refs)} projects",
+                refs,
+                [title, location],
+                "which of my searches were for <title> roles in <location>",
+            )
         skills = sorted({s for t in projects for s in t.skills})
         for skill in rng.sample(skills, k=min(per_scope, len(skills))):
             refs = [f"project:{t.project_id}" for t in projects if skill in t.skills]
-            add(scope, "retrieval", f"Which openings required {skill}?", f"{len(refs)} projects",
-                refs, [skill], "which openings required <skill>")
+            add(
+                scope,
+                "retrieval",
+                f"Which openings required {skill}?",
+                f"{len(refs)} projects",
+                refs,
+                [skill],
+                "which openings required <skill>",
+            )
         reasons = sorted({r for t in projects for r in t.rejection_reasons})
         for reason in rng.sample(reasons, k=min(per_scope, len(reasons))):
             refs = [f"project:{t.project_id}" for t in projects if reason in t.rejection_reasons]
-            add(scope, "retrieval",
+            add(
+                scope,
+                "retrieval",
                 f"In which searches did we reject someone because of {reason}?",
-                f"{len(refs)} projects", refs, [reason],
-                "in which searches did we reject someone because of <rejection_reason>")
+                f"{len(refs)} projects",
+                refs,
+                [reason],
+                "in which searches did we reject someone because of <rejection_reason>",
+            )
         combos = sorted({(t.title, r) for t in projects for r in t.rejection_reasons})
         for title, reason in rng.sample(combos, k=min(1, len(combos))):
-            refs = [f"project:{t.project_id}" for t in projects
-                    if t.title == title and reason in t.rejection_reasons]
-            add(scope, "retrieval",
+            refs = [
+                f"project:{t.project_id}"
+                for t in projects
+                if t.title == title and reason in t.rejection_reasons
+            ]
+            add(
+                scope,
+                "retrieval",
                 f"Which of my {title} searches rejected someone because of {reason}?",
-                f"{len(refs)} projects", refs, [title, reason],
-                "which of my <title> searches rejected someone because of <rejection_reason>")
+                f"{len(refs)} projects",
+                refs,
+                [title, reason],
+                "which of my <title> searches rejected someone because of <rejection_reason>",
+            )
         foreign_titles = sorted(all_titles - {t.title for t in projects})
         if foreign_titles:
             title = rng.choice(foreign_titles)
-            add(scope, "retrieval", f"Which of my searches were for {title} roles?",
-                "None in scope.", [], [], "which of my searches were for <title> roles",
-                probe=True)
+            add(
+                scope,
+                "retrieval",
+                f"Which of my searches were for {title} roles?",
+                "None in scope.",
+                [],
+                [],
+                "which of my searches were for <title> roles",
+                probe=True,
+            )
         foreign_skills = sorted(all_skills - set(skills))
         if foreign_skills:
             skill = rng.choice(foreign_skills)
-            add(scope, "retrieval", f"Which openings required {skill}?", "None in scope.", [], [],
-                "which openings required <skill>", probe=True)
+            add(
+                scope,
+                "retrieval",
+                f"Which openings required {skill}?",
+                "None in scope.",
+                [],
+                [],
+                "which openings required <skill>",
+                probe=True,
+            )
     return queries
 
 
 def write_queries(queries: list[dict], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8"
+    )
     return path

@@ -89,8 +89,9 @@ def read_snapshot(directory: str | Path) -> Snapshot:
     directory = Path(directory)
     problems: list[SnapshotProblem] = []
     if not directory.is_dir():
-        raise SnapshotError(directory, [SnapshotProblem(str(directory), None,
-                                                        "is not a directory")])
+        raise SnapshotError(
+            directory, [SnapshotProblem(str(directory), None, "is not a directory")]
+        )
     snap = Snapshot()
     lines_of: dict[str, dict[str, int]] = {}
     for name, fields in FILES.items():
@@ -106,31 +107,48 @@ def read_snapshot(directory: str | Path) -> Snapshot:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    problems.append(SnapshotProblem(
-                        name, lineno, f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"))
+                    problems.append(
+                        SnapshotProblem(
+                            name, lineno, f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                        )
+                    )
                     continue
                 if not line.strip():
                     continue
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    problems.append(SnapshotProblem(name, lineno, f"is not valid JSON ({exc.msg} "
-                                                    f"at column {exc.colno})"))
+                    problems.append(
+                        SnapshotProblem(
+                            name, lineno, f"is not valid JSON ({exc.msg} at column {exc.colno})"
+                        )
+                    )
                     continue
                 if not isinstance(obj, dict):
                     problems.append(SnapshotProblem(name, lineno, "is not a JSON object"))
                     continue
                 missing = [f for f in fields if f not in obj]
                 if missing:
-                    problems.append(SnapshotProblem(name, lineno, "missing field"
-                                                    f"{'s' if len(missing) > 1 else ''} "
-                                                    + ", ".join(missing)))
+                    problems.append(
+                        SnapshotProblem(
+                            name,
+                            lineno,
+                            f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(missing),
+                        )
+                    )
                     continue
                 wrong = [f for f in fields if not isinstance(obj[f], str)]
                 if wrong:
-                    problems.append(SnapshotProblem(name, lineno, "field"
-                                                    f"{'s' if len(wrong) > 1 else ''} "
-                                                    + ", ".join(wrong) + " must be strings"))
+                    problems.append(
+                        SnapshotProblem(
+                            name,
+                            lineno,
+                            "field"
+                            f"{'s' if len(wrong) > 1 else ''} "
+                            + ", ".join(wrong)
+                            + " must be strings",
+                        )
+                    )
                     continue
                 bad = []
                 for f in (f for f in fields if f.endswith("_id")):
@@ -143,8 +161,13 @@ def read_snapshot(directory: str | Path) -> Snapshot:
                     continue
                 key = obj[id_field]
                 if key in seen:
-                    problems.append(SnapshotProblem(name, lineno, f"duplicate {id_field} {key!r} "
-                                                    f"(first on line {seen[key]})"))
+                    problems.append(
+                        SnapshotProblem(
+                            name,
+                            lineno,
+                            f"duplicate {id_field} {key!r} (first on line {seen[key]})",
+                        )
+                    )
                     continue
                 seen[key] = lineno
                 rows.append({f: obj[f] for f in fields})
@@ -156,12 +179,17 @@ def read_snapshot(directory: str | Path) -> Snapshot:
         for row in snap.rows(name):
             if row[parent_field] not in known:
                 line = lines_of[name][row[_ID_FIELDS[name]]]
-                problems.append(SnapshotProblem(name, line, f"{parent_field} "
-                                                f"{row[parent_field]!r} does not exist in "
-                                                f"{parent_file}"))
+                problems.append(
+                    SnapshotProblem(
+                        name,
+                        line,
+                        f"{parent_field} {row[parent_field]!r} does not exist in {parent_file}",
+                    )
+                )
     if problems:
-        problems.sort(key=lambda p: (list(FILES).index(p.file) if p.file in FILES else -1,
-                                     p.line or 0))
+        problems.sort(
+            key=lambda p: (list(FILES).index(p.file) if p.file in FILES else -1, p.line or 0)
+        )
         raise SnapshotError(directory, problems)
     return snap
 
@@ -246,15 +274,32 @@ def apply_snapshot(con, snap: Snapshot, source: str) -> LoadReport:
     load_id = con.execute("SELECT coalesce(max(load_id), 0) + 1 FROM sot_loads").fetchone()[0]
     con.execute(
         "INSERT INTO sot_loads VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [load_id, source, len(snap.accounts), len(snap.seats), len(snap.projects),
-         len(snap.documents), len(added), len(changed), len(deleted), len(moved)],
+        [
+            load_id,
+            source,
+            len(snap.accounts),
+            len(snap.seats),
+            len(snap.projects),
+            len(snap.documents),
+            len(added),
+            len(changed),
+            len(deleted),
+            len(moved),
+        ],
     )
     new_seats = {s["seat_id"] for s in snap.seats}
     new_accounts = {a["account_id"] for a in snap.accounts}
     return LoadReport(
-        len(snap.accounts), len(snap.seats), len(snap.projects), len(snap.documents),
-        tuple(added), tuple(changed), tuple(deleted), tuple(moved),
-        tuple(sorted(old_seats - new_seats)), tuple(sorted(old_accounts - new_accounts)),
+        len(snap.accounts),
+        len(snap.seats),
+        len(snap.projects),
+        len(snap.documents),
+        tuple(added),
+        tuple(changed),
+        tuple(deleted),
+        tuple(moved),
+        tuple(sorted(old_seats - new_seats)),
+        tuple(sorted(old_accounts - new_accounts)),
     )
 
 
@@ -281,16 +326,20 @@ class Topology:
         return self.level(level).get(raw) if level in ("account", "seat", "project") else None
 
     def counts(self) -> dict[str, int]:
-        return {"accounts": len(self.accounts), "seats": len(self.seats),
-                "projects": len(self.projects)}
+        return {
+            "accounts": len(self.accounts),
+            "seats": len(self.seats),
+            "projects": len(self.projects),
+        }
 
 
 def read_topology(con) -> Topology:
     """Accounts, seats and projects with names, parents and paths."""
     accounts = {
         a: NodeInfo(f"account:{a}", "account", a, name, None, a)
-        for a, name in con.execute("SELECT account_id, name FROM sot_accounts ORDER BY account_id")
-        .fetchall()
+        for a, name in con.execute(
+            "SELECT account_id, name FROM sot_accounts ORDER BY account_id"
+        ).fetchall()
     }
     seats: dict[str, NodeInfo] = {}
     for s, a, name in con.execute(
@@ -302,8 +351,9 @@ def read_topology(con) -> Topology:
         """SELECT p.project_id, p.seat_id, p.name FROM sot_projects p
            JOIN sot_seats s USING (seat_id) ORDER BY s.account_id, p.seat_id, p.project_id"""
     ).fetchall():
-        projects[p] = NodeInfo(f"project:{p}", "project", p, name, f"seat:{s}",
-                               f"{seats[s].path}/{p}")
+        projects[p] = NodeInfo(
+            f"project:{p}", "project", p, name, f"seat:{s}", f"{seats[s].path}/{p}"
+        )
     return Topology(accounts, seats, projects)
 
 

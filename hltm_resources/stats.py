@@ -10,8 +10,10 @@ from hltm_resources.vectors import TABLES, VectorStore
 def tree_stats(settings: Settings) -> dict:
     """Nodes, facets, QA pairs, summaries and vectors per level; where the stores are."""
     with db.connect(settings.duckdb_path, read_only=True) as con:
-        sot = {t: con.execute(f"SELECT count(*) FROM sot_{t}").fetchone()[0]
-               for t in ("accounts", "seats", "projects", "documents")}
+        sot = {
+            t: con.execute(f"SELECT count(*) FROM sot_{t}").fetchone()[0]
+            for t in ("accounts", "seats", "projects", "documents")
+        }
         levels: dict[str, dict[str, int]] = {}
         for level in ("account", "seat", "project"):
             row = con.execute(
@@ -49,9 +51,13 @@ def format_stats(stats: dict) -> str:
         c = stats["levels"][level]
         lines.append(f"{level:<9}{c['nodes']:>7}{c['facets']:>9}{c['qa']:>7}{c['summaries']:>11}")
     v = stats["vectors"]
-    lines.append(f"vectors: facets {v['facets']}, qa {v['qa']}, summaries {v['summaries']} "
-                 f"({', '.join(sorted(set(stats['embed_models'].values())))})")
-    lines.append(f"DuckDB:  {stats['duckdb']}  (views memory_nodes, memory_facets, memory_qa, "
-                 "memory_summaries)")
+    lines.append(
+        f"vectors: facets {v['facets']}, qa {v['qa']}, summaries {v['summaries']} "
+        f"({', '.join(sorted(set(stats['embed_models'].values())))})"
+    )
+    lines.append(
+        f"DuckDB:  {stats['duckdb']}  (views memory_nodes, memory_facets, memory_qa, "
+        "memory_summaries)"
+    )
     lines.append(f"LanceDB: {stats['lancedb']}  (tables facets, qa, summaries)")
     return "\n".join(lines)

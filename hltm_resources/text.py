@@ -118,8 +118,9 @@ def title_case(value: str) -> str:
     if not value.islower():
         return value
     words = value.split()
-    return " ".join(w if (i and w in _SMALL_WORDS) else w[:1].upper() + w[1:]
-                    for i, w in enumerate(words))
+    return " ".join(
+        w if (i and w in _SMALL_WORDS) else w[:1].upper() + w[1:] for i, w in enumerate(words)
+    )
 
 
 _KEY_LABEL = {

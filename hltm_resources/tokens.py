@@ -18,8 +18,11 @@ _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.ti
 
 def _cached(url: str) -> bool:
     """Is tiktoken's cache file for ``url`` present (so no download would happen)?"""
-    base = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or str(
-        Path(tempfile.gettempdir()) / "data-gym-cache")
+    base = (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or str(Path(tempfile.gettempdir()) / "data-gym-cache")
+    )
     return (Path(base) / hashlib.sha1(url.encode()).hexdigest()).exists()
 
 

@@ -87,8 +87,13 @@ def level_filter(levels: Sequence[str]) -> str:
 class VectorStore:
     """The three LanceDB tables of one home, bound to one embedding model."""
 
-    def __init__(self, path: Path, model_id: str | None, dim: int | None,
-                 read_consistency: timedelta | None = None):
+    def __init__(
+        self,
+        path: Path,
+        model_id: str | None,
+        dim: int | None,
+        read_consistency: timedelta | None = None,
+    ):
         """``model_id=None`` opens tables read/delete-only, without the model check.
 
         ``read_consistency``: how often a long-lived reader looks for newer table versions
@@ -105,8 +110,9 @@ class VectorStore:
     def db(self):
         if self._db is None:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._db = lancedb.connect(str(self.path),
-                                       read_consistency_interval=self.read_consistency)
+            self._db = lancedb.connect(
+                str(self.path), read_consistency_interval=self.read_consistency
+            )
         return self._db
 
     def exists(self, name: str) -> bool:
@@ -191,8 +197,9 @@ class VectorStore:
             counts[n] = counts.get(n, 0) + 1
         return counts
 
-    def search(self, name: str, vector: np.ndarray, where: str, limit: int,
-               columns: Sequence[str]) -> pa.Table:
+    def search(
+        self, name: str, vector: np.ndarray, where: str, limit: int, columns: Sequence[str]
+    ) -> pa.Table:
         """Cosine search restricted by ``where`` inside the query (prefilter)."""
         tbl = self.table(name)
         return (
@@ -221,8 +228,7 @@ class VectorStore:
             # version fails its query (and retries on the latest): erasure wins over it.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                self.table(name).optimize(cleanup_older_than=timedelta(0),
-                                          delete_unverified=True)
+                self.table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
     def tidy(self, keep_versions_for: timedelta = timedelta(hours=1)) -> None:
         """Compact small fragments and drop versions older than ``keep_versions_for``."""

@@ -38,8 +38,13 @@ class VerifyReport:
         return not self.differences and not self.vector_mismatches
 
     def as_dict(self) -> dict:
-        return {"identical": self.ok, "nodes": self.nodes, "identical_nodes": self.identical,
-                "differences": self.differences, "vector_mismatches": self.vector_mismatches}
+        return {
+            "identical": self.ok,
+            "nodes": self.nodes,
+            "identical_nodes": self.identical,
+            "differences": self.differences,
+            "vector_mismatches": self.vector_mismatches,
+        }
 
 
 def full_rebuild(settings: Settings, scratch: Path) -> Settings:
@@ -57,8 +62,13 @@ def full_rebuild(settings: Settings, scratch: Path) -> Settings:
             dst.execute(f"INSERT INTO {name} SELECT * FROM _rows")
             dst.unregister("_rows")
     # The live home's agents (and LLM reply cache): an LLM engine re-reads cached replies.
-    indexer = Indexer(target, agents=make_agents(settings), embedder=make_embedder(settings),
-                      hints=hints, write_vectors=False)
+    indexer = Indexer(
+        target,
+        agents=make_agents(settings),
+        embedder=make_embedder(settings),
+        hints=hints,
+        write_vectors=False,
+    )
     for level in ("project", "seat", "account"):
         indexer.build(level, indexer.plan().keys(level))
     return target
@@ -79,8 +89,9 @@ def _vector_texts(settings: Settings) -> dict[str, dict[str, Counter]]:
         per: dict[str, Counter] = {}
         if store.exists(name):
             rows = store.scan(name, ["node_id", "text"])
-            for n, t in zip(rows.column("node_id").to_pylist(), rows.column("text").to_pylist(),
-                            strict=True):
+            for n, t in zip(
+                rows.column("node_id").to_pylist(), rows.column("text").to_pylist(), strict=True
+            ):
                 per.setdefault(n, Counter())[t] += 1
         out[name] = per
     return out
@@ -106,8 +117,11 @@ def verify(settings: Settings) -> VerifyReport:
             report.differences[node] = "has no memory rows"
         else:
             a, b = live[node].canonical(), full[node].canonical()
-            differ = [part for part in ("facets", "qa", "summary", "leaf_count")
-                      if json.dumps(a[part], sort_keys=True) != json.dumps(b[part], sort_keys=True)]
+            differ = [
+                part
+                for part in ("facets", "qa", "summary", "leaf_count")
+                if json.dumps(a[part], sort_keys=True) != json.dumps(b[part], sort_keys=True)
+            ]
             if live_hashes[node] != full_hashes[node]:
                 differ.append("input_hash")
             if differ:
@@ -116,9 +130,11 @@ def verify(settings: Settings) -> VerifyReport:
                 report.identical += 1
     texts = _vector_texts(settings)
     for node, memory in live.items():
-        expected = {"facets": Counter(f.text for f in memory.facets),
-                    "qa": Counter(q.question for q in memory.qa),
-                    "summaries": Counter([memory.summary.concise])}
+        expected = {
+            "facets": Counter(f.text for f in memory.facets),
+            "qa": Counter(q.question for q in memory.qa),
+            "summaries": Counter([memory.summary.concise]),
+        }
         bad = [t for t in TABLES if texts[t].get(node, Counter()) != expected[t]]
         if bad:
             report.vector_mismatches[node] = "vectors differ from rows in " + ", ".join(bad)

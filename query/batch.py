@@ -41,8 +41,13 @@ def read_queries(path: Path) -> tuple[list[tuple[int, dict]], list[str]]:
     return good, problems
 
 
-def answer_batch(settings: Settings, queries: Path, out: Path, show_progress: bool = False,
-                 memory: Memory | None = None) -> dict:
+def answer_batch(
+    settings: Settings,
+    queries: Path,
+    out: Path,
+    show_progress: bool = False,
+    memory: Memory | None = None,
+) -> dict:
     """Answer every valid line; a bad line (or a bad scope) is reported and skipped."""
     good, problems = read_queries(queries)
     mem = memory or Memory(settings, log_batch=50)
@@ -60,11 +65,20 @@ def answer_batch(settings: Settings, queries: Path, out: Path, show_progress: bo
             except (ScopeError, ValueError) as exc:
                 problems.append(f"{queries.name}:{lineno}: {exc}")
             else:
-                fh.write(json.dumps({
-                    "query_id": q["query_id"], "answer": r.answer, "references": r.references,
-                    "latency_ms": r.timings["total_ms"], "llm_calls": r.llm_calls,
-                    "tokens": r.tokens,
-                }, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "query_id": q["query_id"],
+                            "answer": r.answer,
+                            "references": r.references,
+                            "latency_ms": r.timings["total_ms"],
+                            "llm_calls": r.llm_calls,
+                            "tokens": r.tokens,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
                 answered += 1
             if bar is not None:
                 bar.update(1)
@@ -72,6 +86,11 @@ def answer_batch(settings: Settings, queries: Path, out: Path, show_progress: bo
         bar.close()
     mem.flush()
     problems.sort(key=lambda p: int(p.split(":")[1]))
-    return {"lines": len(good) + sum(1 for p in problems if "missing" in p or "JSON" in p
-                                     or "UTF-8" in p or "object" in p),
-            "answered": answered, "problems": problems}
+    return {
+        "lines": len(good)
+        + sum(
+            1 for p in problems if "missing" in p or "JSON" in p or "UTF-8" in p or "object" in p
+        ),
+        "answered": answered,
+        "problems": problems,
+    }

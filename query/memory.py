@@ -71,18 +71,30 @@ class AskResult:
 
     def as_dict(self) -> dict:
         return {
-            "question": self.question, "scope": self.scope, "answer": self.answer,
-            "references": self.references, "rationale": self.rationale,
-            "timings": self.timings, "llm_calls": self.llm_calls, "tokens": self.tokens,
-            "retries": self.retries, "cache_hits": self.cache_hits, "parsed": self.parsed,
+            "question": self.question,
+            "scope": self.scope,
+            "answer": self.answer,
+            "references": self.references,
+            "rationale": self.rationale,
+            "timings": self.timings,
+            "llm_calls": self.llm_calls,
+            "tokens": self.tokens,
+            "retries": self.retries,
+            "cache_hits": self.cache_hits,
+            "parsed": self.parsed,
             "contexts": self.contexts,
         }
 
 
 def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
     def item(i: ContextItem) -> dict:
-        d = {"node_id": i.node_id, "level": i.level, "score": round(i.score, 4), "text": i.text,
-             "source_ids": list(i.source_ids)}
+        d = {
+            "node_id": i.node_id,
+            "level": i.level,
+            "score": round(i.score, 4),
+            "text": i.text,
+            "source_ids": list(i.source_ids),
+        }
         for extra in ("answer", "detailed", "key", "value", "support"):
             if getattr(i, extra) is not None:
                 d[extra] = getattr(i, extra)
@@ -90,8 +102,14 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
 
     return {
         "facets": [
-            {"node_id": n.node_id, "level": n.level, "name": n.name, "score": round(n.score, 4),
-             "leaf_count": n.leaf_count, "facets": [item(f) for f in n.facets]}
+            {
+                "node_id": n.node_id,
+                "level": n.level,
+                "name": n.name,
+                "score": round(n.score, 4),
+                "leaf_count": n.leaf_count,
+                "facets": [item(f) for f in n.facets],
+            }
             for n in ctx.facets
         ],
         "qa": [item(i) for i in ctx.qa],
@@ -106,9 +124,14 @@ class Memory:
     on first use and are reused by every later call, as are the rows of scopes already asked.
     """
 
-    def __init__(self, settings: Settings, agents: MemoryAgents | None = None,
-                 embedder: Embedder | None = None, log_queries: bool = True,
-                 log_batch: int = 1):
+    def __init__(
+        self,
+        settings: Settings,
+        agents: MemoryAgents | None = None,
+        embedder: Embedder | None = None,
+        log_queries: bool = True,
+        log_batch: int = 1,
+    ):
         self.settings = settings
         self._agents = agents
         self._embedder = embedder
@@ -121,8 +144,9 @@ class Memory:
         self._pending: list[list] = []
 
     @classmethod
-    def open(cls, home: str | Path | None = None, log_queries: bool = True,
-             **overrides: object) -> Memory:
+    def open(
+        cls, home: str | Path | None = None, log_queries: bool = True, **overrides: object
+    ) -> Memory:
         """Memory of ``home`` (default ``$HLTM_HOME`` or ``./.hltm``), engine from the env."""
         return cls(Settings.from_env(home=home, **overrides), log_queries=log_queries)
 
@@ -153,8 +177,9 @@ class Memory:
     def vectors(self) -> VectorStore:
         if self._vectors is None:
             check_open(self.settings.duckdb_path)
-            store = VectorStore(self.settings.lancedb_path, None, None,
-                                read_consistency=READ_CONSISTENCY)
+            store = VectorStore(
+                self.settings.lancedb_path, None, None, read_consistency=READ_CONSISTENCY
+            )
             for name in TABLES:
                 if not store.exists(name):
                     raise FileNotFoundError(f"no vectors under {store.path}: run hltm index")
@@ -180,11 +205,14 @@ class Memory:
         """node id -> (level, path, name, leaf count) of every built node."""
         version = self.vectors.table("summaries").version
         if self._catalog is None or self._catalog[0] != version:
-            rows = self.vectors.scan("summaries", ["node_id", "level", "path", "name",
-                                                   "leaf_count"])
+            rows = self.vectors.scan(
+                "summaries", ["node_id", "level", "path", "name", "leaf_count"]
+            )
             cols = [rows.column(c).to_pylist() for c in rows.column_names]
-            self._catalog = (version, {n: (lv, p, nm, lc) for n, lv, p, nm, lc in zip(*cols,
-                                                                                       strict=True)})
+            self._catalog = (
+                version,
+                {n: (lv, p, nm, lc) for n, lv, p, nm, lc in zip(*cols, strict=True)},
+            )
         return self._catalog[1]
 
     def resolve(self, scope: object) -> Scope:
@@ -214,11 +242,17 @@ class Memory:
             values.setdefault(k, []).append(v)
         return ScopeVocabulary(values)
 
-    def retrieve(self, question: str, scope: str, k_facet: int = DEFAULT_K_FACET,
-                 k_qa: int = DEFAULT_K_QA, k_summary: int = DEFAULT_K_SUMMARY,
-                 facet_top_k: int = DEFAULT_FACET_TOP_K,
-                 views: tuple[str, ...] = ("facets", "qa", "summaries"),
-                 levels: tuple[str, ...] | None = None) -> Retrieval:
+    def retrieve(
+        self,
+        question: str,
+        scope: str,
+        k_facet: int = DEFAULT_K_FACET,
+        k_qa: int = DEFAULT_K_QA,
+        k_summary: int = DEFAULT_K_SUMMARY,
+        facet_top_k: int = DEFAULT_FACET_TOP_K,
+        views: tuple[str, ...] = ("facets", "qa", "summaries"),
+        levels: tuple[str, ...] | None = None,
+    ) -> Retrieval:
         """Top nodes per view for ``question`` inside ``scope`` (no answer, no log).
 
         ``views`` and ``levels`` restrict the pool (used by the ablations).
@@ -244,17 +278,35 @@ class Memory:
         retriever = self.retriever
         facets: list[NodeContext] = []
         if "facets" in views and k_facet > 0:
-            facets = retriever.facets(micro_vecs, where, resolved.node_id, k_facet, facet_top_k,
-                                      valued=[bool(m.value) for m in micro],
-                                      match_cosine=MATCH_COSINE,
-                                      keys=[m.key for m in micro])
+            facets = retriever.facets(
+                micro_vecs,
+                where,
+                resolved.node_id,
+                k_facet,
+                facet_top_k,
+                valued=[bool(m.value) for m in micro],
+                match_cosine=MATCH_COSINE,
+                keys=[m.key for m in micro],
+            )
         qa = retriever.qa(qvec, where, resolved.node_id, k_qa) if "qa" in views and k_qa else []
-        summaries = (retriever.summaries(qvec, where, resolved.node_id, k_summary)
-                     if "summaries" in views and k_summary > 0 else [])
+        summaries = (
+            retriever.summaries(qvec, where, resolved.node_id, k_summary)
+            if "summaries" in views and k_summary > 0
+            else []
+        )
         catalog = self.catalog()
-        facets = [NodeContext(n.node_id, n.level, catalog.get(n.node_id, ("", "", n.node_id, 1))[2],
-                              n.score, catalog.get(n.node_id, ("", "", "", 1))[3], n.facets,
-                              n.best) for n in facets]
+        facets = [
+            NodeContext(
+                n.node_id,
+                n.level,
+                catalog.get(n.node_id, ("", "", n.node_id, 1))[2],
+                n.score,
+                catalog.get(n.node_id, ("", "", "", 1))[3],
+                n.facets,
+                n.best,
+            )
+            for n in facets
+        ]
         t_end = time.perf_counter()
         context = RetrievedContext(resolved.node_id, question, parsed, facets, qa, summaries)
         self._assert_in_scope(context, resolved, catalog)
@@ -269,8 +321,9 @@ class Memory:
         return Retrieval(context, resolved, timings)
 
     @staticmethod
-    def _assert_in_scope(context: RetrievedContext, scope: Scope,
-                         catalog: dict[str, tuple[str, str, str, int]]) -> None:
+    def _assert_in_scope(
+        context: RetrievedContext, scope: Scope, catalog: dict[str, tuple[str, str, str, int]]
+    ) -> None:
         # The store prefilter guarantees this; checking again costs microseconds and turns a
         # would-be leak into an error.
         for node in context.node_ids():
@@ -279,8 +332,9 @@ class Memory:
                 raise AssertionError(f"retrieval returned {node} outside {scope.node_id}")
 
     # -- answering -----------------------------------------------------------------------
-    def ask(self, question: str, scope: str, query_id: str | None = None,
-            **retrieve_kwargs: object) -> AskResult:
+    def ask(
+        self, question: str, scope: str, query_id: str | None = None, **retrieve_kwargs: object
+    ) -> AskResult:
         """Retrieve, answer with the engine, keep only in-scope citations, log the query."""
         usage0 = self.agents.usage.snapshot()
         retrieval = self.retrieve(question, scope, **retrieve_kwargs)  # type: ignore[arg-type]
@@ -290,8 +344,11 @@ class Memory:
         allowed = retrieval.context.node_ids()
         references = [r for r in dict.fromkeys(answer.references) if r in allowed]
         usage1 = self.agents.usage.snapshot()
-        timings = dict(retrieval.timings, answer_ms=answer_ms,
-                       total_ms=retrieval.timings["retrieval_ms"] + answer_ms)
+        timings = dict(
+            retrieval.timings,
+            answer_ms=answer_ms,
+            total_ms=retrieval.timings["retrieval_ms"] + answer_ms,
+        )
         parsed = retrieval.context.parsed
         result = AskResult(
             question=question,
@@ -302,22 +359,35 @@ class Memory:
             contexts=retrieval.contexts,
             timings={k: round(v, 3) for k, v in timings.items()},
             llm_calls=usage1["llm_calls"] - usage0["llm_calls"],
-            tokens={"prompt": usage1["prompt_tokens"] - usage0["prompt_tokens"],
-                    "completion": usage1["completion_tokens"] - usage0["completion_tokens"]},
+            tokens={
+                "prompt": usage1["prompt_tokens"] - usage0["prompt_tokens"],
+                "completion": usage1["completion_tokens"] - usage0["completion_tokens"],
+            },
             retries=usage1["retries"] - usage0["retries"],
             cache_hits=usage1["cache_hits"] - usage0["cache_hits"],
-            parsed={"kind": parsed.kind,
-                    "micro_queries": [m.text for m in parsed.micro],
-                    "matched_keys": sorted({m.key for m in parsed.micro}),
-                    "target_keys": list(parsed.target_keys),
-                    "unmatched": list(parsed.unmatched)},
+            parsed={
+                "kind": parsed.kind,
+                "micro_queries": [m.text for m in parsed.micro],
+                "matched_keys": sorted({m.key for m in parsed.micro}),
+                "target_keys": list(parsed.target_keys),
+                "unmatched": list(parsed.unmatched),
+            },
             retrieved=retrieval.context,
         )
         if self.log_queries:
-            self._pending.append([
-                query_id or uuid.uuid4().hex, datetime.now(UTC).replace(tzinfo=None),
-                result.scope, result.question, result.references, result.timings["total_ms"],
-                result.parsed["matched_keys"], result.parsed["kind"], self.agents.engine_id])
+            self._pending.append(
+                [
+                    query_id or uuid.uuid4().hex,
+                    datetime.now(UTC).replace(tzinfo=None),
+                    result.scope,
+                    result.question,
+                    result.references,
+                    result.timings["total_ms"],
+                    result.parsed["matched_keys"],
+                    result.parsed["kind"],
+                    self.agents.engine_id,
+                ]
+            )
             if len(self._pending) >= self.log_batch:
                 self.flush()
         return result

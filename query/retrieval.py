@@ -39,8 +39,9 @@ COLUMNS = {
 }
 
 
-def facet_scores(micro_vecs: np.ndarray, facet_vecs: np.ndarray, facet_nodes: Sequence[str],
-                 k: int) -> tuple[dict[str, float], dict[str, list[float]]]:
+def facet_scores(
+    micro_vecs: np.ndarray, facet_vecs: np.ndarray, facet_nodes: Sequence[str], k: int
+) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Per node: the facet score and the best cosine per micro-query.
 
     A node with fewer than ``k`` facets counts the missing ones as zero, as the formula's
@@ -91,8 +92,9 @@ class ViewRows:
         return len(self.vectors)
 
     def take(self, idx: Sequence[int]) -> ViewRows:
-        return ViewRows({c: [v[i] for i in idx] for c, v in self.cols.items()},
-                        self.vectors[list(idx)])
+        return ViewRows(
+            {c: [v[i] for i in idx] for c, v in self.cols.items()}, self.vectors[list(idx)]
+        )
 
 
 class Retriever:
@@ -126,10 +128,18 @@ class Retriever:
         return ViewRows.from_arrow(hits.drop_columns(["_distance"]))
 
     # -- facets --------------------------------------------------------------------------
-    def facets(self, micro_vecs: np.ndarray, where: str, scope_key: str, k_facet: int,
-               top_k: int, valued: Sequence[bool] = (), match_cosine: float = 1.0,
-               max_matches: int = MAX_MATCHED_NODES,
-               keys: Sequence[str] = ()) -> list[NodeContext]:
+    def facets(
+        self,
+        micro_vecs: np.ndarray,
+        where: str,
+        scope_key: str,
+        k_facet: int,
+        top_k: int,
+        valued: Sequence[bool] = (),
+        match_cosine: float = 1.0,
+        max_matches: int = MAX_MATCHED_NODES,
+        keys: Sequence[str] = (),
+    ) -> list[NodeContext]:
         """The top ``k_facet`` nodes by facet score, plus every node that matches each valued
         micro-query (best cosine >= ``match_cosine``), up to ``max_matches`` in all: a
         "which projects ..." question is not cut short by ``k_facet``.
@@ -141,12 +151,16 @@ class Retriever:
             candidates: list[str] = []
             for vec in micro_vecs:
                 hit = self.vectors.search("facets", vec, where, CANDIDATE_LIMIT, ["node_id"])
-                candidates.extend(n for n in hit.column("node_id").to_pylist()
-                                  if n not in candidates)
+                candidates.extend(
+                    n for n in hit.column("node_id").to_pylist() if n not in candidates
+                )
             if not candidates:
                 return []
-            rows = ViewRows.from_arrow(self.vectors.scan(
-                "facets", COLUMNS["facets"], f"{where} AND {node_filter(candidates)}"))
+            rows = ViewRows.from_arrow(
+                self.vectors.scan(
+                    "facets", COLUMNS["facets"], f"{where} AND {node_filter(candidates)}"
+                )
+            )
         if not len(rows):
             return []
         nodes = rows.cols["node_id"]
@@ -156,15 +170,22 @@ class Retriever:
         level_of: dict[str, str] = {}
         for i, n in enumerate(nodes):
             level_of[n] = rows.cols["level"][i]
-            by_node[n].append(ContextItem(
-                "facet", n, rows.cols["level"][i], float(relevance[i]),
-                f"{rows.cols['key'][i]}: {rows.cols['value'][i]}", key=rows.cols["key"][i],
-                value=rows.cols["value"][i], support=rows.cols["support"][i],
-                source_ids=tuple(rows.cols["source_ids"][i])))
+            by_node[n].append(
+                ContextItem(
+                    "facet",
+                    n,
+                    rows.cols["level"][i],
+                    float(relevance[i]),
+                    f"{rows.cols['key'][i]}: {rows.cols['value'][i]}",
+                    key=rows.cols["key"][i],
+                    value=rows.cols["value"][i],
+                    support=rows.cols["support"][i],
+                    source_ids=tuple(rows.cols["source_ids"][i]),
+                )
+            )
         ranked = sorted(scores, key=lambda n: (-scores[n], LEVEL_RANK[level_of[n]], n))
         wanted = [i for i, v in enumerate(valued) if v]
-        matches = [n for n in ranked if wanted and all(best[n][i] >= match_cosine
-                                                      for i in wanted)]
+        matches = [n for n in ranked if wanted and all(best[n][i] >= match_cosine for i in wanted)]
         top = ranked[:k_facet]
         ranked = top + [n for n in matches if n not in top][: max(0, max_matches - len(top))]
         out = []
@@ -176,8 +197,9 @@ class Retriever:
         return out
 
     # -- QA and summaries ----------------------------------------------------------------
-    def _top(self, view: str, qvec: np.ndarray, where: str, scope_key: str,
-             k: int) -> tuple[ViewRows, np.ndarray]:
+    def _top(
+        self, view: str, qvec: np.ndarray, where: str, scope_key: str, k: int
+    ) -> tuple[ViewRows, np.ndarray]:
         rows = self.rows(view, where, scope_key)
         if rows is None:
             rows = self._search_rows(view, qvec, where, k)
@@ -190,15 +212,31 @@ class Retriever:
     def qa(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
         rows, cos = self._top("qa", qvec, where, scope_key, k)
         c = rows.cols
-        return [ContextItem("qa", c["node_id"][i], c["level"][i], float(cos[i]), c["text"][i],
-                            answer=c["answer"][i], source_ids=tuple(c["source_ids"][i]))
-                for i in range(len(rows))]
+        return [
+            ContextItem(
+                "qa",
+                c["node_id"][i],
+                c["level"][i],
+                float(cos[i]),
+                c["text"][i],
+                answer=c["answer"][i],
+                source_ids=tuple(c["source_ids"][i]),
+            )
+            for i in range(len(rows))
+        ]
 
-    def summaries(self, qvec: np.ndarray, where: str, scope_key: str,
-                  k: int) -> list[ContextItem]:
+    def summaries(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
         rows, cos = self._top("summaries", qvec, where, scope_key, k)
         c = rows.cols
-        return [ContextItem("summary", c["node_id"][i], c["level"][i], float(cos[i]),
-                            c["text"][i], detailed=c["detailed"][i],
-                            source_ids=tuple(c["source_ids"][i]))
-                for i in range(len(rows))]
+        return [
+            ContextItem(
+                "summary",
+                c["node_id"][i],
+                c["level"][i],
+                float(cos[i]),
+                c["text"][i],
+                detailed=c["detailed"][i],
+                source_ids=tuple(c["source_ids"][i]),
+            )
+            for i in range(len(rows))
+        ]

@@ -46,16 +46,21 @@ def resolve_scope(con, scope: object) -> Scope:
     if row is not None:
         return Scope(*row)
     level = node_id.split(":", 1)[0]
-    known = [r[0] for r in con.execute(
-        "SELECT node_id FROM mem_nodes WHERE level = ? ORDER BY node_id LIMIT ?",
-        [level, MAX_LISTED + 1]).fetchall()]
+    known = [
+        r[0]
+        for r in con.execute(
+            "SELECT node_id FROM mem_nodes WHERE level = ? ORDER BY node_id LIMIT ?",
+            [level, MAX_LISTED + 1],
+        ).fetchall()
+    ]
     listed = ", ".join(known[:MAX_LISTED]) + (", ..." if len(known) > MAX_LISTED else "")
     in_sot = con.execute(
         f"SELECT count(*) FROM sot_{level}s WHERE {level}_id = ?", [node_id.split(":", 1)[1]]
     ).fetchone()[0]
     if in_sot:
-        raise ScopeError(f"scope {node_id!r} is in the source of truth but has no memory yet: "
-                         "run hltm index")
+        raise ScopeError(
+            f"scope {node_id!r} is in the source of truth but has no memory yet: run hltm index"
+        )
     raise ScopeError(f"scope {node_id!r} is not in the tree; known {level}s: {listed or 'none'}")
 
 

@@ -19,24 +19,41 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 def _valid_reply(name: str, schema: dict) -> dict:
     props = schema.get("properties", {})
     if name == "FacetsOut":
-        return {"facets": [{"key": "title", "value": "Data Engineer"},
-                           {"key": "location", "value": "Dublin, Ireland"},
-                           {"key": "skills", "value": "Python; SQL"}]}
+        return {
+            "facets": [
+                {"key": "title", "value": "Data Engineer"},
+                {"key": "location", "value": "Dublin, Ireland"},
+                {"key": "skills", "value": "Python; SQL"},
+            ]
+        }
     if name == "QAOut":
         source = props["question_answers"]["items"]["properties"]["source"].get("enum", ["d"])
-        return {"rationale": "r", "question_answers": [
-            {"question": "What role is the project hiring for?", "answer": "Data Engineer",
-             "source": source[0]}]}
+        return {
+            "rationale": "r",
+            "question_answers": [
+                {
+                    "question": "What role is the project hiring for?",
+                    "answer": "Data Engineer",
+                    "source": source[0],
+                }
+            ],
+        }
     if name == "SummaryOut":
         return {"summary": "A Data Engineer search in Dublin, Ireland."}
     if name == "AggOut":
         kids = props["facets"]["items"]["properties"]["children"]["items"].get("enum", [])
-        return {"facets": [{"key": "title", "value": "Data Engineer", "support": 1,
-                            "children": kids}],
-                "question_answers": [{"question": "What roles are hired most often?",
-                                      "answer": "Data Engineer", "children": kids}],
-                "detailed_summary": "Mostly Data Engineer searches.",
-                "summary": "Mostly Data Engineer searches."}
+        return {
+            "facets": [{"key": "title", "value": "Data Engineer", "support": 1, "children": kids}],
+            "question_answers": [
+                {
+                    "question": "What roles are hired most often?",
+                    "answer": "Data Engineer",
+                    "children": kids,
+                }
+            ],
+            "detailed_summary": "Mostly Data Engineer searches.",
+            "summary": "Mostly Data Engineer searches.",
+        }
     if name == "ParseOut":
         keys = props["facets"]["items"]["properties"]["key"].get("enum", [])
         return {"kind": "summary", "facets": [{"key": keys[0], "value": None}] if keys else []}
@@ -49,8 +66,9 @@ def _valid_reply(name: str, schema: dict) -> dict:
 
 
 class Script:
-    def __init__(self, faults: list[str] | None = None, poison: str | None = None,
-                 usage: bool = True):
+    def __init__(
+        self, faults: list[str] | None = None, poison: str | None = None, usage: bool = True
+    ):
         self.faults = list(faults or [])
         self.poison = poison
         self.usage = usage
@@ -86,8 +104,9 @@ def fake_openai(script: Script) -> Iterator[str]:
             if script.poison and script.poison in prompt:
                 fault = "bad_json"
             if fault == "429":
-                return self._send(429, {"error": {"message": "slow down", "type": "rate"}},
-                                  {"Retry-After": "0.2"})
+                return self._send(
+                    429, {"error": {"message": "slow down", "type": "rate"}}, {"Retry-After": "0.2"}
+                )
             if fault == "500":
                 return self._send(500, {"error": {"message": "boom", "type": "server"}})
             fmt = request.get("response_format") or {}
@@ -99,10 +118,19 @@ def fake_openai(script: Script) -> Iterator[str]:
                 content = json.dumps(_valid_reply(spec.get("name", ""), spec.get("schema", {})))
             if fault == "cut":
                 content, finish = content[: len(content) // 2], "length"
-            body = {"id": "x", "object": "chat.completion", "created": 0,
-                    "model": request.get("model", "m"),
-                    "choices": [{"index": 0, "finish_reason": finish,
-                                 "message": {"role": "assistant", "content": content}}]}
+            body = {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": request.get("model", "m"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": finish,
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+            }
             if script.usage:
                 body["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
             return self._send(200, body)

@@ -199,8 +199,11 @@ def local_llm_server(
             # Destroying it now could block this process forever; keep it alive.
             _UNSTOPPED.append(server)
             del server
-            why = "never became ready" if not ready else (
-                f"still had requests in flight after {drain_timeout:.0f}s")
+            why = (
+                "never became ready"
+                if not ready
+                else (f"still had requests in flight after {drain_timeout:.0f}s")
+            )
             warnings.warn(
                 f"local LLM server at {root} {why}; left running (not destroyed) "
                 f"to avoid a deadlock in xllamacpp's destructor",

@@ -14,34 +14,50 @@ from hltm_resources.engines.base import Hints, ScopeVocabulary
 from hltm_resources.indexer import Indexer
 
 ROOT = Path(__file__).resolve().parent.parent
-VOCAB = ScopeVocabulary({"skill": ["Kubernetes", "Python"], "title": ["Data Engineer"],
-                         "location": ["Dublin, Ireland"],
-                         "rejection_reason": ["salary expectations too high"]})
+VOCAB = ScopeVocabulary(
+    {
+        "skill": ["Kubernetes", "Python"],
+        "title": ["Data Engineer"],
+        "location": ["Dublin, Ireland"],
+        "rejection_reason": ["salary expectations too high"],
+    }
+)
 
 
-@pytest.mark.parametrize("question,template,keys", [
-    ("Which openings required Kubernetes?", "which openings required <skill>", ["skill"]),
-    ("which openings required python", "which openings required <skill>", ["skill"]),
-    ("Which of my searches were for Data Engineer roles in Dublin, Ireland?",
-     "which of my searches were for <title> roles in <location>", ["location", "title"]),
-    ("In which searches did we reject someone because of salary expectations too high?",
-     "in which searches did we reject someone because of <rejection_reason>",
-     ["rejection_reason"]),
-    ("Where are the jobs usually located?", "where are the jobs usually located", []),
-])
+@pytest.mark.parametrize(
+    "question,template,keys",
+    [
+        ("Which openings required Kubernetes?", "which openings required <skill>", ["skill"]),
+        ("which openings required python", "which openings required <skill>", ["skill"]),
+        (
+            "Which of my searches were for Data Engineer roles in Dublin, Ireland?",
+            "which of my searches were for <title> roles in <location>",
+            ["location", "title"],
+        ),
+        (
+            "In which searches did we reject someone because of salary expectations too high?",
+            "in which searches did we reject someone because of <rejection_reason>",
+            ["rejection_reason"],
+        ),
+        ("Where are the jobs usually located?", "where are the jobs usually located", []),
+    ],
+)
 def test_questions_become_templates(question, template, keys):
     got, slots = to_template(question, VOCAB)
     assert got == template
     assert sorted(slots) == sorted(keys)
 
 
-
 def log(settings, rows):
     now = datetime.now(UTC).replace(tzinfo=None)
     with db.connect(settings.duckdb_path) as con:
-        con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, [], 1.0, ?, 'retrieval', 'x')",
-                        [[f"q{i}", now, scope, question, keys]
-                         for i, (scope, question, keys) in enumerate(rows)])
+        con.executemany(
+            "INSERT INTO query_log VALUES (?, ?, ?, ?, [], 1.0, ?, 'retrieval', 'x')",
+            [
+                [f"q{i}", now, scope, question, keys]
+                for i, (scope, question, keys) in enumerate(rows)
+            ],
+        )
 
 
 def test_one_user_asking_many_times_is_not_a_pattern(fresh_home, world):
@@ -69,8 +85,9 @@ def test_patterns_need_distinct_queries_and_scopes(fresh_home, world, snapshot_d
 
 def test_hints_version_is_part_of_every_input_hash(fresh_home, world):
     base = Indexer(fresh_home, hints=Hints())
-    other = Indexer(fresh_home,
-                    hints=Hints(version=2, patterns=("which openings required <skill>",)))
+    other = Indexer(
+        fresh_home, hints=Hints(version=2, patterns=("which openings required <skill>",))
+    )
     project = next(iter(base.plan().build["project"]), None)
     assert project is None  # built, nothing to do
     from hltm_resources.sot import read_documents, read_topology
@@ -83,8 +100,12 @@ def test_hints_version_is_part_of_every_input_hash(fresh_home, world):
 
 
 def hltm(settings, *args):
-    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", "--home", str(settings.home),
-                           *args], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(settings.home), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -92,15 +113,21 @@ def hltm(settings, *args):
 def test_review_approve_and_rebuild(fresh_home, world):
     seats = [f"seat:{s['seat_id']}" for s in world.seats]
     skills = sorted({s for t in world.truth.values() for s in t.skills})
-    log(fresh_home, [(seats[i % len(seats)], f"Which openings required {skills[i]}?", ["skill"])
-               for i in range(6)])
+    log(
+        fresh_home,
+        [
+            (seats[i % len(seats)], f"Which openings required {skills[i]}?", ["skill"])
+            for i in range(6)
+        ],
+    )
     hltm(fresh_home, "adapt", "--min-queries", "3", "--min-scopes", "2")
     review = json.loads(hltm(fresh_home, "adapt", "--review", "--json"))
     assert review["version"] == 1 and review["status"] == "proposed"
     assert review["patterns"][0]["pattern"] == "which openings required <skill>"
     assert review["patterns"][0]["support_queries"] == 6
-    assert review["facets"] == [{"key": "skill", "support_queries": 6,
-                                 "support_scopes": min(6, len(seats))}]
+    assert review["facets"] == [
+        {"key": "skill", "support_queries": 6, "support_scopes": min(6, len(seats))}
+    ]
     assert (fresh_home.home / "hints" / "v1.json").exists()
     # Proposed is not active: memory is unchanged until approval.
     assert Indexer(fresh_home).plan().empty

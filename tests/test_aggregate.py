@@ -62,4 +62,6 @@ def test_intermediate_levels_keep_rare_values_so_counts_above_stay_exact():
     children = [leaf(i, "Dublin, Ireland") for i in range(9)] + [leaf(11, "Paris")]
     facets = merge_child_facets(children, 10, Hints(), top=False)
     assert {f.value: f.support for f in facets if f.key == "location"} == {
-        "Dublin, Ireland": 9, "Paris": 1}
+        "Dublin, Ireland": 9,
+        "Paris": 1,
+    }

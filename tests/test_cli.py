@@ -12,8 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def hltm(home, *args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", "--home", str(home), *args],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"hltm {args} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc
@@ -42,11 +46,18 @@ def test_index_json_builds_everything_then_nothing(tmp_path, snapshot_dir, world
     hltm(home, "load", str(snapshot_dir))
     first = json.loads(hltm(home, "index", "--json").stdout)
     assert (first["leaves_built"], first["seats_built"], first["accounts_built"]) == (
-        len(world.projects), len(world.seats), len(world.accounts))
+        len(world.projects),
+        len(world.seats),
+        len(world.accounts),
+    )
     assert first["engine_calls"] > 0 and first["dagster_runs"] == 3
     second = json.loads(hltm(home, "index", "--json").stdout)
-    assert (second["leaves_built"], second["seats_built"], second["accounts_built"],
-            second["engine_calls"]) == (0, 0, 0, 0)
+    assert (
+        second["leaves_built"],
+        second["seats_built"],
+        second["accounts_built"],
+        second["engine_calls"],
+    ) == (0, 0, 0, 0)
     assert hltm(home, "check").returncode == 0
     # The CLI's runs are recorded in the home's Dagster instance (what `dagster dev` shows).
     assert (home / "history" / "runs.db").exists()

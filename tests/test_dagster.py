@@ -18,7 +18,12 @@ def test_definitions_load_on_an_empty_home(tmp_path, monkeypatch):
     loaded = defs()
     dg.Definitions.validate_loadable(loaded)
     assert {k.to_user_string() for k in loaded.resolve_all_asset_keys()} == {
-        "project_memory", "seat_memory", "account_memory", "query_log", "adaptation_hints"}
+        "project_memory",
+        "seat_memory",
+        "account_memory",
+        "query_log",
+        "adaptation_hints",
+    }
 
 
 def test_lineage_is_declared_per_partition(built_home, world):
@@ -32,7 +37,8 @@ def test_lineage_is_declared_per_partition(built_home, world):
     account = loaded.get_assets_def("account_memory")
     mapping = account.get_partition_mapping(dg.AssetKey("seat_memory"))
     assert dict(mapping.downstream_partition_keys_by_upstream_partition_key) == {
-        s["seat_id"]: s["account_id"] for s in world.seats}
+        s["seat_id"]: s["account_id"] for s in world.seats
+    }
     for level in ("project", "seat", "account"):
         assert loaded.resolve_job_def(level_job_name(level))
 
@@ -47,8 +53,12 @@ def test_partition_keys_are_in_path_order(built_home):
 
 @pytest.mark.parametrize(
     "keys,ranges",
-    [([], []), (["b"], [("b", "b")]), (["a", "b", "d"], [("a", "b"), ("d", "d")]),
-     (["e", "a", "c", "d"], [("a", "a"), ("c", "e")])],
+    [
+        ([], []),
+        (["b"], [("b", "b")]),
+        (["a", "b", "d"], [("a", "b"), ("d", "d")]),
+        (["e", "a", "c", "d"], [("a", "a"), ("c", "e")]),
+    ],
 )
 def test_contiguous_ranges(keys, ranges):
     assert contiguous_ranges(keys, ["a", "b", "c", "d", "e"]) == ranges
@@ -65,11 +75,17 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     loaded = build_definitions(fresh_home)
     resource = HLTMResource.from_settings(fresh_home)
     project = world.projects[0]
-    check = next(c for c in loaded.asset_checks
-                 if dg.AssetKey("project_memory") in {k.asset_key for k in c.check_keys})
-    leaf = dg.materialize([loaded.get_assets_def("project_memory"), check],
-                          partition_key=project["project_id"], resources={"hltm": resource},
-                          instance=dg.DagsterInstance.ephemeral())
+    check = next(
+        c
+        for c in loaded.asset_checks
+        if dg.AssetKey("project_memory") in {k.asset_key for k in c.check_keys}
+    )
+    leaf = dg.materialize(
+        [loaded.get_assets_def("project_memory"), check],
+        partition_key=project["project_id"],
+        resources={"hltm": resource},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
     assert leaf.success
     meta = leaf.get_asset_materialization_events()[0].materialization.metadata
     assert meta["nodes_built"].value == 1
@@ -78,14 +94,21 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert meta["engine"].value == "extractive-v2"
     assert meta["embed_model"].value == "all-MiniLM-L6-v2-onnx-int8"
     assert meta["source_documents"].value == sum(
-        1 for d in world.documents if d["project_id"] == project["project_id"])
+        1 for d in world.documents if d["project_id"] == project["project_id"]
+    )
     # The check fails while other leaves are missing, and names them.
     check = leaf.get_asset_check_evaluations()[0]
-    assert not check.passed and check.metadata["nodes_with_problems"].value == len(
-        world.projects) - 1
+    assert (
+        not check.passed and check.metadata["nodes_with_problems"].value == len(world.projects) - 1
+    )
     assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
-    seat = dg.materialize(assets, selection=["seat_memory"], partition_key=project["seat_id"],
-                          resources={"hltm": resource}, instance=dg.DagsterInstance.ephemeral())
+    seat = dg.materialize(
+        assets,
+        selection=["seat_memory"],
+        partition_key=project["seat_id"],
+        resources={"hltm": resource},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
     assert seat.success
 
 
@@ -102,9 +125,14 @@ def test_stale_mapping_is_refused(fresh_home, world, snapshot_dir, tmp_path):
     write_jsonl(snap / "projects.jsonl", [moved] + [dict(p) for p in world.projects[1:]])
     load_snapshot(fresh_home, snap)
     assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
-    result = dg.materialize(assets, selection=["seat_memory"], partition_key=moved["seat_id"],
-                            resources={"hltm": HLTMResource.from_settings(fresh_home)},
-                            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    result = dg.materialize(
+        assets,
+        selection=["seat_memory"],
+        partition_key=moved["seat_id"],
+        resources={"hltm": HLTMResource.from_settings(fresh_home)},
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
     assert not result.success
     assert "stale" in str(result.get_step_failure_events()[0].event_specific_data.error)
 
@@ -112,8 +140,11 @@ def test_stale_mapping_is_refused(fresh_home, world, snapshot_dir, tmp_path):
 def test_eager_automation_requests_exactly_the_ancestors(fresh_home, world):
     first = run_index(fresh_home)
     assert not first.failed
-    assert first.built == {"project": len(world.projects), "seat": len(world.seats),
-                           "account": len(world.accounts)}
+    assert first.built == {
+        "project": len(world.projects),
+        "seat": len(world.seats),
+        "account": len(world.accounts),
+    }
     assert first.runs == 3  # one partition-range run per level, not one per node
     for level in ("project", "seat", "account"):
         assert check_level(fresh_home, level).passed
@@ -124,8 +155,9 @@ def test_eager_automation_requests_exactly_the_ancestors(fresh_home, world):
         tick = dg.evaluate_automation_conditions(loaded, instance)
         assert tick.total_requested == 0
         job = loaded.resolve_job_def(level_job_name("project"))
-        assert job.execute_in_process(instance=instance,
-                                      partition_key=project["project_id"]).success
+        assert job.execute_in_process(
+            instance=instance, partition_key=project["project_id"]
+        ).success
         tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
         assert tick.total_requested == 1
         assert tick.get_requested_partitions(dg.AssetKey("seat_memory")) == {project["seat_id"]}

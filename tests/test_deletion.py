@@ -16,8 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def hltm(env_home, *args):
-    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", "--home", str(env_home),
-                           *args], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(env_home), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -29,13 +33,15 @@ def duckdb_hits(path: Path, needle: str) -> list[str]:
     rels = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
     for (rel,) in rels:
         for col, dtype in con.execute(
-                "SELECT column_name, data_type FROM information_schema.columns "
-                "WHERE table_name = ?", [rel]).fetchall():
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?",
+            [rel],
+        ).fetchall():
             if "VARCHAR" not in dtype:
                 continue
-            expr = f'array_to_string("{col}", \' \')' if "[]" in dtype else f'"{col}"'
-            n = con.execute(f'SELECT count(*) FROM "{rel}" WHERE {expr} LIKE ?',
-                            [f"%{needle}%"]).fetchone()[0]
+            expr = f"array_to_string(\"{col}\", ' ')" if "[]" in dtype else f'"{col}"'
+            n = con.execute(
+                f'SELECT count(*) FROM "{rel}" WHERE {expr} LIKE ?', [f"%{needle}%"]
+            ).fetchone()[0]
             if n:
                 hits.append(f"{rel}.{col}")
     con.close()
@@ -62,8 +68,11 @@ def lancedb_hits(path: Path, needle: str) -> list[str]:
 
 
 def raw_hits(home: Path, needle: str) -> list[str]:
-    return [str(p.relative_to(home)) for p in home.rglob("*")
-            if p.is_file() and needle.encode() in p.read_bytes()]
+    return [
+        str(p.relative_to(home))
+        for p in home.rglob("*")
+        if p.is_file() and needle.encode() in p.read_bytes()
+    ]
 
 
 @pytest.mark.slow
@@ -83,8 +92,10 @@ def test_delete_project_leaves_nothing_behind(tmp_path):
     hltm(home, "ask", f"Which of my searches were for {title} roles?", "--scope", f"seat:{seat}")
     hltm(home, "ask", "Where is this role located?", "--scope", f"project:{pid}")
     con = duckdb.connect(str(home / "hltm.duckdb"), read_only=True)
-    cited = con.execute("SELECT count(*) FROM query_log WHERE list_contains(references_, ?) OR "
-                        "scope = ?", [f"project:{pid}", f"project:{pid}"]).fetchone()[0]
+    cited = con.execute(
+        "SELECT count(*) FROM query_log WHERE list_contains(references_, ?) OR scope = ?",
+        [f"project:{pid}", f"project:{pid}"],
+    ).fetchone()[0]
     con.close()
     assert cited >= 1
 

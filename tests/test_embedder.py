@@ -21,8 +21,9 @@ def test_vectors_are_normalized_and_semantic(embedder):
 
 def test_same_text_same_vector_whatever_the_batch(embedder):
     alone = embedder.embed(["title: Data Engineer"])[0]
-    batch = embedder.embed(["a much longer text that forces padding " * 5, "title: Data Engineer",
-                            "x"])[1]
+    batch = embedder.embed(
+        ["a much longer text that forces padding " * 5, "title: Data Engineer", "x"]
+    )[1]
     assert np.array_equal(alone, batch)
 
 

@@ -43,9 +43,16 @@ def test_keys_are_normalized_onto_canonical_keys(raw, canonical):
 
 
 def test_flat_json_export():
-    text = json.dumps({"job_title": "Senior Data Engineer", "office_location": "Dublin, Ireland",
-                       "workplace": "Hybrid", "required_skills": ["Python", "P&L Management"],
-                       "req_id": "R-1", "created_at": "2026-01-01"})
+    text = json.dumps(
+        {
+            "job_title": "Senior Data Engineer",
+            "office_location": "Dublin, Ireland",
+            "workplace": "Hybrid",
+            "required_skills": ["Python", "P&L Management"],
+            "req_id": "R-1",
+            "created_at": "2026-01-01",
+        }
+    )
     got = facets_of(doc(text))
     assert ("title", "Data Engineer") in got
     assert ("seniority", "Senior") in got
@@ -57,27 +64,48 @@ def test_flat_json_export():
 
 
 def test_nested_json_export():
-    text = json.dumps({"posting": {"text": "Biostatistician",
-                                   "categories": {"location": "Berlin, Germany", "level": "Lead"},
-                                   "workplaceType": "remote"},
-                       "requirements": {"skills": ["R", "SAS"]}})
+    text = json.dumps(
+        {
+            "posting": {
+                "text": "Biostatistician",
+                "categories": {"location": "Berlin, Germany", "level": "Lead"},
+                "workplaceType": "remote",
+            },
+            "requirements": {"skills": ["R", "SAS"]},
+        }
+    )
     got = facets_of(doc(text))
-    assert {("title", "Biostatistician"), ("location", "Berlin, Germany"), ("seniority", "Lead"),
-            ("workplace_type", "remote"), ("skill", "R"), ("skill", "SAS")} <= got
+    assert {
+        ("title", "Biostatistician"),
+        ("location", "Berlin, Germany"),
+        ("seniority", "Lead"),
+        ("workplace_type", "remote"),
+        ("skill", "R"),
+        ("skill", "SAS"),
+    } <= got
 
 
 def test_key_value_lines():
-    text = "Job Posting Title: Store Manager\nPrimary Location: Austin, Texas\n" \
-           "Remote Type: On-site\nRequired Skills: Merchandising, Scheduling and Retail POS"
+    text = (
+        "Job Posting Title: Store Manager\nPrimary Location: Austin, Texas\n"
+        "Remote Type: On-site\nRequired Skills: Merchandising, Scheduling and Retail POS"
+    )
     got = facets_of(doc(text))
-    assert {("title", "Store Manager"), ("location", "Austin, Texas"),
-            ("workplace_type", "on-site"), ("skill", "Merchandising"), ("skill", "Scheduling"),
-            ("skill", "Retail POS")} <= got
+    assert {
+        ("title", "Store Manager"),
+        ("location", "Austin, Texas"),
+        ("workplace_type", "on-site"),
+        ("skill", "Merchandising"),
+        ("skill", "Scheduling"),
+        ("skill", "Retail POS"),
+    } <= got
 
 
 def test_prose_brief_states_facets_explicitly():
-    text = ("We're hiring a senior frontend engineer to join our team based in Lisbon, Portugal. "
-            "The role is fully remote. Must-have skills: TypeScript, React and Next.js.")
+    text = (
+        "We're hiring a senior frontend engineer to join our team based in Lisbon, Portugal. "
+        "The role is fully remote. Must-have skills: TypeScript, React and Next.js."
+    )
     got = facets_of(doc(text, kind="brief"))
     assert ("title", "Frontend Engineer") in got
     assert ("location", "Lisbon, Portugal") in got
@@ -93,12 +121,22 @@ def test_hiring_manager_is_not_a_title():
 @pytest.mark.parametrize(
     "text,rejected,reason",
     [
-        ("Candidate: Ana Silva\nDecision: Rejected\nReason: notice period too long", True,
-         "notice period too long"),
-        ("Debrief for Omar Haddad: we decided not to move forward because of weak system design "
-         "skills.", True, "weak system design skills"),
-        ("Interview feedback for Wen Zhang. Rejected due to salary expectations too high.", True,
-         "salary expectations too high"),
+        (
+            "Candidate: Ana Silva\nDecision: Rejected\nReason: notice period too long",
+            True,
+            "notice period too long",
+        ),
+        (
+            "Debrief for Omar Haddad: we decided not to move forward because of weak system design "
+            "skills.",
+            True,
+            "weak system design skills",
+        ),
+        (
+            "Interview feedback for Wen Zhang. Rejected due to salary expectations too high.",
+            True,
+            "salary expectations too high",
+        ),
         ("Candidate: Lena Novak\nDecision: Advanced\nNotes: strong SQL depth", False, None),
     ],
 )
@@ -110,10 +148,16 @@ def test_feedback_decisions_and_reasons(text, rejected, reason):
 
 
 def test_conflicts_prefer_structured_then_latest():
-    req_old = doc(json.dumps({"job_title": "Data Engineer", "location": "Dublin"}), doc_id="d1",
-                  updated="2026-01-01")
-    req_new = doc(json.dumps({"job_title": "Data Engineer", "location": "Lisbon"}), doc_id="d2",
-                  updated="2026-02-01")
+    req_old = doc(
+        json.dumps({"job_title": "Data Engineer", "location": "Dublin"}),
+        doc_id="d1",
+        updated="2026-01-01",
+    )
+    req_new = doc(
+        json.dumps({"job_title": "Data Engineer", "location": "Lisbon"}),
+        doc_id="d2",
+        updated="2026-02-01",
+    )
     brief = doc("The role is based in Paris.", kind="brief", doc_id="d3", updated="2026-03-01")
     got = facets_of(req_old, req_new, brief)
     assert ("location", "Lisbon") in got
@@ -121,10 +165,16 @@ def test_conflicts_prefer_structured_then_latest():
 
 
 def test_multi_valued_keys_union_with_provenance():
-    a = doc("Candidate: A B\nDecision: Rejected\nReason: no visa sponsorship available",
-            kind="feedback", doc_id="f1")
-    b = doc("Candidate: C D\nDecision: Rejected\nReason: notice period too long",
-            kind="feedback", doc_id="f2")
+    a = doc(
+        "Candidate: A B\nDecision: Rejected\nReason: no visa sponsorship available",
+        kind="feedback",
+        doc_id="f1",
+    )
+    b = doc(
+        "Candidate: C D\nDecision: Rejected\nReason: notice period too long",
+        kind="feedback",
+        doc_id="f2",
+    )
     facets = reconcile([f for d in (a, b) for f in document_facets(d)])
     reasons = {f.value: f.source_ids for f in facets if f.key == "rejection_reason"}
     assert reasons == {"no visa sponsorship available": ("f1",), "notice period too long": ("f2",)}
@@ -132,9 +182,14 @@ def test_multi_valued_keys_union_with_provenance():
 
 def test_leaf_memory_is_deterministic_and_complete():
     node = NodeInfo("project:p1", "project", "p1", "Data Platform", "seat:s1", "a/s1/p1")
-    docs = [doc(json.dumps({"job_title": "ML Engineer", "city": "Berlin"}), doc_id="d1"),
-            doc("Candidate: X Y\nDecision: Rejected\nReason: culture add concerns",
-                kind="feedback", doc_id="d2")]
+    docs = [
+        doc(json.dumps({"job_title": "ML Engineer", "city": "Berlin"}), doc_id="d1"),
+        doc(
+            "Candidate: X Y\nDecision: Rejected\nReason: culture add concerns",
+            kind="feedback",
+            doc_id="d2",
+        ),
+    ]
     one = ExtractiveAgents().build_leaf(node, docs, Hints())
     two = ExtractiveAgents().build_leaf(node, list(reversed(docs)), Hints())
     assert one.canonical() == two.canonical()
@@ -152,11 +207,12 @@ def test_leaf_without_documents_still_has_every_view():
 def test_prose_that_states_no_facet_is_kept_as_an_answerable_statement():
     node = NodeInfo("project:s1", "project", "s1", "session 1", "seat:c1", "a/c1/s1")
     turn = "Caroline: I went to a support group yesterday and it was really powerful."
-    docs = [doc(turn, kind="turn", doc_id="s1:0"),
-            doc("Melanie: Wow, that's cool! " * 40, kind="turn", doc_id="s1:1"),
-            doc(json.dumps({"job_title": "ML Engineer"}), doc_id="s1:2"),
-            doc("We're hiring a Data Engineer based in Berlin, Germany.", kind="brief",
-                doc_id="s1:3")]
+    docs = [
+        doc(turn, kind="turn", doc_id="s1:0"),
+        doc("Melanie: Wow, that's cool! " * 40, kind="turn", doc_id="s1:1"),
+        doc(json.dumps({"job_title": "ML Engineer"}), doc_id="s1:2"),
+        doc("We're hiring a Data Engineer based in Berlin, Germany.", kind="brief", doc_id="s1:3"),
+    ]
     qa = ExtractiveAgents().build_leaf(node, docs, Hints()).qa
     statements = [q for q in qa if len(q.source_ids) == 1 and q.source_ids[0] in {"s1:0", "s1:1"}]
     assert [(q.question, q.source_ids) for q in statements][0] == (turn, ("s1:0",))

@@ -79,11 +79,17 @@ def test_deleting_the_last_project_of_a_seat_and_an_empty_seat(home, medium, tmp
     snap = tmp_path / "emptied"
     shutil.copytree(tmp_path / "v1", snap)
     write_jsonl(snap / "projects.jsonl", keep)
-    write_jsonl(snap / "documents.jsonl", [d for d in medium.documents
-                                           if d["project_id"] in {p["project_id"] for p in keep}])
-    seats = [dict(s) for s in medium.seats] + [{"seat_id": "brand-new-empty",
-                                                "account_id": medium.accounts[0]["account_id"],
-                                                "name": "Nobody Yet"}]
+    write_jsonl(
+        snap / "documents.jsonl",
+        [d for d in medium.documents if d["project_id"] in {p["project_id"] for p in keep}],
+    )
+    seats = [dict(s) for s in medium.seats] + [
+        {
+            "seat_id": "brand-new-empty",
+            "account_id": medium.accounts[0]["account_id"],
+            "name": "Nobody Yet",
+        }
+    ]
     write_jsonl(snap / "seats.jsonl", seats)
     load_snapshot(home, snap)
     plan = Indexer(home).plan()
@@ -93,8 +99,9 @@ def test_deleting_the_last_project_of_a_seat_and_an_empty_seat(home, medium, tmp
     for level in ("project", "seat", "account"):
         assert check_level(home, level).passed
     with db.connect(home.duckdb_path, read_only=True) as con:
-        concise = con.execute("SELECT concise FROM memory_summaries WHERE node_id = ?",
-                              [f"seat:{seat}"]).fetchone()[0]
+        concise = con.execute(
+            "SELECT concise FROM memory_summaries WHERE node_id = ?", [f"seat:{seat}"]
+        ).fetchone()[0]
     assert "no projects" in concise
     assert verify(home).ok
 
@@ -117,8 +124,10 @@ def test_a_crash_between_a_leaf_and_its_ancestors_is_repaired(home, medium, tmp_
 def test_verify_names_a_node_whose_memory_was_tampered_with(home, medium):
     node = f"seat:{medium.seats[1]['seat_id']}"
     with db.connect(home.duckdb_path) as con:
-        con.execute("UPDATE mem_facets SET value = value || ' (edited)' WHERE node_id = ? AND "
-                    "ord = 0", [node])
+        con.execute(
+            "UPDATE mem_facets SET value = value || ' (edited)' WHERE node_id = ? AND ord = 0",
+            [node],
+        )
     report = verify(home)
     assert not report.ok
     assert report.differences == {node: "differs in facets"}

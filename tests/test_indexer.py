@@ -65,7 +65,10 @@ def test_two_builds_are_byte_identical(tmp_path, snapshot_dir, built_home):
             return {
                 v: con.execute(f"SELECT * FROM {v} ORDER BY ALL").fetchall()
                 for v in ("memory_facets", "memory_qa", "memory_summaries")
-            } | {"nodes": con.execute("SELECT node_id, input_hash, memory_hash FROM memory_nodes "
-                                      "ORDER BY node_id").fetchall()}
+            } | {
+                "nodes": con.execute(
+                    "SELECT node_id, input_hash, memory_hash FROM memory_nodes ORDER BY node_id"
+                ).fetchall()
+            }
 
     assert dump(other) == dump(built_home)

@@ -27,8 +27,10 @@ def tiny_snapshot(tmp_path, world):
     ids = {p["project_id"] for p in projects}
     snap = tmp_path / "tiny"
     snap.mkdir()
-    write_jsonl(snap / "accounts.jsonl", [a for a in world.accounts
-                                          if a["account_id"] == seat["account_id"]])
+    write_jsonl(
+        snap / "accounts.jsonl",
+        [a for a in world.accounts if a["account_id"] == seat["account_id"]],
+    )
     write_jsonl(snap / "seats.jsonl", [seat])
     write_jsonl(snap / "projects.jsonl", projects)
     docs = [d for d in world.documents if d["project_id"] in ids and d["kind"] != "feedback"]
@@ -37,14 +39,28 @@ def tiny_snapshot(tmp_path, world):
 
 
 def llm_env(url: str, home: Path) -> dict:
-    return dict(os.environ, HLTM_ENGINE="openai", OPENAI_BASE_URL=url, OPENAI_API_KEY="sk-local",
-                HLTM_CHAT_MODEL="smollm2-135m", HLTM_MAX_INPUT_TOKENS="1500",
-                HLTM_CONCURRENCY="2", HLTM_TIMEOUT_S="300", HLTM_HOME=str(home))
+    return dict(
+        os.environ,
+        HLTM_ENGINE="openai",
+        OPENAI_BASE_URL=url,
+        OPENAI_API_KEY="sk-local",
+        HLTM_CHAT_MODEL="smollm2-135m",
+        HLTM_MAX_INPUT_TOKENS="1500",
+        HLTM_CONCURRENCY="2",
+        HLTM_TIMEOUT_S="300",
+        HLTM_HOME=str(home),
+    )
 
 
 def hltm(env, *args):
-    proc = subprocess.run([sys.executable, "-m", "hltm_assets.cli", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -69,8 +85,9 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
         assert check_level(settings, level).passed
     doc_ids = {d["doc_id"] for d in docs}
     with db.connect(settings.duckdb_path, read_only=True) as con:
-        nodes = {r[0]: r[1] for r in con.execute(
-            "SELECT node_id, engine FROM memory_nodes").fetchall()}
+        nodes = {
+            r[0]: r[1] for r in con.execute("SELECT node_id, engine FROM memory_nodes").fetchall()
+        }
         for table in ("memory_facets", "memory_qa", "memory_summaries"):
             for node, sources in con.execute(f"SELECT node_id, source_ids FROM {table}").fetchall():
                 allowed = doc_ids if node.startswith("project:") else set(nodes)
@@ -90,8 +107,16 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     assert meta["engine"].value == "openai:smollm2-135m:p1"
 
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.
-    answer = json.loads(hltm(env, "ask", "Where are the jobs usually located?", "--scope",
-                             f"seat:{seat['seat_id']}", "--json"))
+    answer = json.loads(
+        hltm(
+            env,
+            "ask",
+            "Where are the jobs usually located?",
+            "--scope",
+            f"seat:{seat['seat_id']}",
+            "--json",
+        )
+    )
     # Two agent calls (parse, answer); a reply the tiny model gets wrong is asked again.
     assert 2 <= answer["llm_calls"] + answer["cache_hits"] <= 2 + answer["retries"]
     assert answer["answer"].strip()
@@ -103,8 +128,13 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
 def test_openai_embedder_against_the_local_server(llm_url, tmp_path):
     from hltm_resources.embedding.remote import OpenAIEmbedder
 
-    settings = Settings(home=tmp_path, embedder="openai", embed_model="smollm2-135m",
-                        base_url=llm_url, api_key="sk-local")
+    settings = Settings(
+        home=tmp_path,
+        embedder="openai",
+        embed_model="smollm2-135m",
+        base_url=llm_url,
+        api_key="sk-local",
+    )
     emb = OpenAIEmbedder(settings)
     vecs = emb.embed(["location: Dublin", "location: Dublin", "skill: Kubernetes"])
     assert emb.model_id == "openai:smollm2-135m" and emb.dim == vecs.shape[1] > 0

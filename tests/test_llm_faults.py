@@ -24,8 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def llm_settings(home: Path, base_url: str, **kw) -> Settings:
-    return Settings(home=home, engine="openai", base_url=base_url, api_key="sk-test",
-                    chat_model="fake-model", concurrency=1, max_retries=3, **kw)
+    return Settings(
+        home=home,
+        engine="openai",
+        base_url=base_url,
+        api_key="sk-test",
+        chat_model="fake-model",
+        concurrency=1,
+        max_retries=3,
+        **kw,
+    )
 
 
 def test_backoff_honours_retry_after_and_grows():
@@ -81,7 +89,8 @@ def test_repeated_cuts_do_not_pile_up_the_instruction(tmp_path, snapshot_dir, wo
 
 
 def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
-        tmp_path, snapshot_dir, world, monkeypatch):
+    tmp_path, snapshot_dir, world, monkeypatch
+):
     from hltm_assets.runner import dagster_instance, run_index
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # Dagster resources read it via EnvVar
@@ -129,22 +138,35 @@ def test_killed_run_is_resumed_from_the_cache(tmp_path, snapshot_dir, world):
     script = Script()
     with fake_openai(script) as url:
         home = tmp_path / "home"
-        env = dict(os.environ, HLTM_ENGINE="openai", OPENAI_BASE_URL=url,
-                   OPENAI_API_KEY="sk-test", HLTM_CHAT_MODEL="fake-model", HLTM_CONCURRENCY="1",
-                   HLTM_HOME=str(home))
+        env = dict(
+            os.environ,
+            HLTM_ENGINE="openai",
+            OPENAI_BASE_URL=url,
+            OPENAI_API_KEY="sk-test",
+            HLTM_CHAT_MODEL="fake-model",
+            HLTM_CONCURRENCY="1",
+            HLTM_HOME=str(home),
+        )
         cli = [sys.executable, "-m", "hltm_assets.cli", "--home", str(home)]
-        subprocess.run([*cli, "load", str(snapshot_dir)], check=True, env=env, cwd=ROOT,
-                       capture_output=True)
-        proc = subprocess.Popen([*cli, "index", "--json"], env=env, cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.run(
+            [*cli, "load", str(snapshot_dir)], check=True, env=env, cwd=ROOT, capture_output=True
+        )
+        proc = subprocess.Popen(
+            [*cli, "index", "--json"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.time() + 120
         while len(script.requests) < 6 and time.time() < deadline:  # mid-way through leaf 2
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         paid_first = len(script.requests)
-        out = subprocess.run([*cli, "index", "--json"], env=env, cwd=ROOT, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [*cli, "index", "--json"], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+        )
     result = json.loads(out.stdout)
     assert result["cache_hits"] >= 1
     assert result["leaves_built"] == len(world.projects)
@@ -152,6 +174,7 @@ def test_killed_run_is_resumed_from_the_cache(tmp_path, snapshot_dir, world):
     # Every agent call was paid once: the re-run's calls plus what the killed run paid (minus
     # replies that were cached but not stored) cover the whole tree.
     assert result["llm_calls"] + result["cache_hits"] == 4 * len(world.projects) + (
-        n_nodes - len(world.projects))
+        n_nodes - len(world.projects)
+    )
     assert result["llm_calls"] < 4 * len(world.projects) + n_nodes - len(world.projects)
     assert paid_first >= 6

@@ -21,7 +21,8 @@ def test_token_f1_by_hand():
     # pred tokens: dublin ireland 9 projects (4); gold: dublin 9 of 12 projects (5);
     # overlap dublin, 9, projects = 3 -> P 3/4, R 3/5, F1 = 2 * .75 * .6 / 1.35 = 2/3
     assert token_f1("Dublin, Ireland: 9 projects", "Dublin 9 of 12 projects") == pytest.approx(
-        2 / 3)
+        2 / 3
+    )
     assert token_f1("the answer", "an answer") == 1.0  # articles are dropped
     assert token_f1("", "") == 1.0 and token_f1("x", "y") == 0.0
 
@@ -34,13 +35,16 @@ def test_bleu1_by_hand():
     assert bleu1("Dublin", "Dublin Paris Lisbon") == pytest.approx(math.exp(-2))
 
 
-@pytest.mark.parametrize("pred,gold,expected", [
-    (["a", "b", "c"], ["b", "c", "d", "e"], (2 / 3, 2 / 4, 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))),
-    ([], [], (1.0, 1.0, 1.0)),
-    (["a"], [], (0.0, 1.0, 0.0)),
-    ([], ["a"], (1.0, 0.0, 0.0)),
-    (["a", "a"], ["a"], (1.0, 1.0, 1.0)),
-])
+@pytest.mark.parametrize(
+    "pred,gold,expected",
+    [
+        (["a", "b", "c"], ["b", "c", "d", "e"], (2 / 3, 2 / 4, 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))),
+        ([], [], (1.0, 1.0, 1.0)),
+        (["a"], [], (0.0, 1.0, 0.0)),
+        ([], ["a"], (1.0, 0.0, 0.0)),
+        (["a", "a"], ["a"], (1.0, 1.0, 1.0)),
+    ],
+)
 def test_precision_recall_f1(pred, gold, expected):
     assert prf(pred, gold) == pytest.approx(expected)
 
@@ -52,9 +56,9 @@ def test_leakage_by_hand():
 
 
 def test_entity_recall_needs_whole_entities():
-    assert entity_recall("Mostly Data Engineer roles in Dublin", ["Data Engineer", "Dublin",
-                                                                   "Lisbon"]) == pytest.approx(
-        2 / 3)
+    assert entity_recall(
+        "Mostly Data Engineer roles in Dublin", ["Data Engineer", "Dublin", "Lisbon"]
+    ) == pytest.approx(2 / 3)
     assert entity_recall("Engineering", ["Engineer"]) == 0.0
 
 
@@ -67,8 +71,9 @@ def test_recall_at_k_counts_distinct_ids():
 
 def test_malformed_evidence_ids_are_normalized_and_counted():
     known = {"D8:6", "D9:17", "D11:26", "D30:5", "D1:3"}
-    ids, bad = normalize_dia_ids(["D8:6; D9:17", "D:11:26", "D30:05", "D1:3", "D99:1", "oops"],
-                                 known)
+    ids, bad = normalize_dia_ids(
+        ["D8:6; D9:17", "D:11:26", "D30:05", "D1:3", "D99:1", "oops"], known
+    )
     assert ids == ["D8:6", "D9:17", "D11:26", "D30:5", "D1:3"]
     assert bad == 2  # D99:1 is unknown, "oops" is malformed
     assert recall_at_k(["D30:5", "D1:3"], ids, 2) == pytest.approx(2 / 5)
@@ -76,6 +81,6 @@ def test_malformed_evidence_ids_are_normalized_and_counted():
 
 def test_mean_sem_and_percentile_by_hand():
     mean, sem = mean_sem([1.0, 2.0, 3.0, 4.0])
-    assert mean == 2.5 and sem == pytest.approx(math.sqrt(((1.5**2 + .5**2) * 2 / 3) / 4))
+    assert mean == 2.5 and sem == pytest.approx(math.sqrt(((1.5**2 + 0.5**2) * 2 / 3) / 4))
     assert percentile([10, 20, 30, 40], 50) == 25
     assert percentile([10, 20, 30, 40], 95) == pytest.approx(38.5)

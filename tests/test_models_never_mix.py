@@ -29,7 +29,6 @@ def test_reset_vectors_moves_a_home_to_another_model(fresh_home, world):
     for level in ("project", "seat", "account"):
         indexer.build(level, plan.keys(level))
     store = VectorStore(fresh_home.lancedb_path, None, None)
-    assert {store.table_model(t) for t in ("facets", "qa", "summaries")} == {
-        ("keywords-test", 5)}
+    assert {store.table_model(t) for t in ("facets", "qa", "summaries")} == {("keywords-test", 5)}
     mem = Memory(fresh_home, embedder=KeywordEmbedder(), log_queries=False)
     assert mem.retrieve("where?", scope=f"seat:{world.seats[0]['seat_id']}").context.facets

@@ -16,7 +16,9 @@ from query.evaluation import public
 # The public datasets are read where they lie, never copied: HLTM_PUBLIC_DATA, else the
 # checkout's sibling ../shared/data, else this workplace's /work/shared/data.
 _DATA_DIRS = [Path(p) for p in [os.environ.get("HLTM_PUBLIC_DATA")] if p] + [
-    Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data")]
+    Path(__file__).resolve().parents[2] / "shared" / "data",
+    Path("/work/shared/data"),
+]
 DATA = next((p for p in _DATA_DIRS if p.is_dir()), _DATA_DIRS[0])
 LOCOMO_DEV = DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL_DEV = DATA / "longmemeval" / "longmemeval_s_dev.json"
@@ -28,7 +30,8 @@ def _turn(speaker: str, dia: str, text: str, **extra: str) -> dict:
 
 def locomo_fixture() -> list[dict]:
     conversation = {
-        "speaker_a": "Ana", "speaker_b": "Ben",
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             _turn("Ana", "D1:1", "I adopted a puppy named Biscuit last week."),
@@ -44,17 +47,41 @@ def locomo_fixture() -> list[dict]:
         "session_3_date_time": "3:00 pm on 1 July, 2023",
     }
     qa = [
-        {"question": "What is the name of Ana's puppy?", "answer": "Biscuit",
-         "evidence": ["D1:1"], "category": 4},
-        {"question": "Where did Ben start pottery classes?", "answer": "Dublin",
-         "evidence": ["D1:2; D2:1"], "category": 1},
-        {"question": "When did Biscuit learn to sit?", "answer": "8 June 2023",
-         "evidence": ["D:2:02", "D8:6; D9:17"], "category": 2},
-        {"question": "What is Ben's dog called?", "adversarial_answer": "Biscuit",
-         "evidence": ["D1:1"], "category": 5},
+        {
+            "question": "What is the name of Ana's puppy?",
+            "answer": "Biscuit",
+            "evidence": ["D1:1"],
+            "category": 4,
+        },
+        {
+            "question": "Where did Ben start pottery classes?",
+            "answer": "Dublin",
+            "evidence": ["D1:2; D2:1"],
+            "category": 1,
+        },
+        {
+            "question": "When did Biscuit learn to sit?",
+            "answer": "8 June 2023",
+            "evidence": ["D:2:02", "D8:6; D9:17"],
+            "category": 2,
+        },
+        {
+            "question": "What is Ben's dog called?",
+            "adversarial_answer": "Biscuit",
+            "evidence": ["D1:1"],
+            "category": 5,
+        },
     ]
-    return [{"sample_id": "conv-1", "conversation": conversation, "qa": qa,
-             "observation": {}, "session_summary": {}, "event_summary": {}}]
+    return [
+        {
+            "sample_id": "conv-1",
+            "conversation": conversation,
+            "qa": qa,
+            "observation": {},
+            "session_summary": {},
+            "event_summary": {},
+        }
+    ]
 
 
 def _session(*pairs: tuple[str, str, bool]) -> list[dict]:
@@ -62,30 +89,52 @@ def _session(*pairs: tuple[str, str, bool]) -> list[dict]:
 
 
 def longmemeval_fixture() -> list[dict]:
-    shared = _session(("user", "I bought a red bike for commuting.", True),
-                      ("assistant", "Great choice for commuting!", False))
-    other = _session(("user", "Recommend a pasta recipe.", False),
-                     ("assistant", "Try carbonara with eggs and pecorino.", False))
+    shared = _session(
+        ("user", "I bought a red bike for commuting.", True),
+        ("assistant", "Great choice for commuting!", False),
+    )
+    other = _session(
+        ("user", "Recommend a pasta recipe.", False),
+        ("assistant", "Try carbonara with eggs and pecorino.", False),
+    )
     return [
-        {"question_id": "q1", "question_type": "single-session-user",
-         "question": "What colour is my bike?", "question_date": "2023/06/01 (Thu) 10:00",
-         "answer": "red", "answer_session_ids": ["answer_s1"],
-         "haystack_session_ids": ["answer_s1", "sess 2/x", "sess 2/x"],
-         "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00",
-                            "2023/05/03 (Wed) 09:00"],
-         "haystack_sessions": [shared, other, other]},
-        {"question_id": "q2_abs", "question_type": "single-session-user",
-         "question": "What colour is my car?", "question_date": "2023/06/01 (Thu) 10:00",
-         "answer": "You did not mention a car.", "answer_session_ids": [],
-         "haystack_session_ids": ["answer_s1", "s9"],
-         "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/04 (Thu) 09:00"],
-         "haystack_sessions": [shared, other]},
-        {"question_id": "q3", "question_type": "multi-session",
-         "question": "What pasta did you recommend?", "question_date": "2023/06/02 (Fri) 10:00",
-         "answer": "carbonara", "answer_session_ids": ["s9"],
-         "haystack_session_ids": ["s9", "answer_s1"],
-         "haystack_dates": ["2023/05/04 (Thu) 09:00", "2023/05/01 (Mon) 09:00"],
-         "haystack_sessions": [other, shared]},
+        {
+            "question_id": "q1",
+            "question_type": "single-session-user",
+            "question": "What colour is my bike?",
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "answer": "red",
+            "answer_session_ids": ["answer_s1"],
+            "haystack_session_ids": ["answer_s1", "sess 2/x", "sess 2/x"],
+            "haystack_dates": [
+                "2023/05/01 (Mon) 09:00",
+                "2023/05/02 (Tue) 09:00",
+                "2023/05/03 (Wed) 09:00",
+            ],
+            "haystack_sessions": [shared, other, other],
+        },
+        {
+            "question_id": "q2_abs",
+            "question_type": "single-session-user",
+            "question": "What colour is my car?",
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "answer": "You did not mention a car.",
+            "answer_session_ids": [],
+            "haystack_session_ids": ["answer_s1", "s9"],
+            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/04 (Thu) 09:00"],
+            "haystack_sessions": [shared, other],
+        },
+        {
+            "question_id": "q3",
+            "question_type": "multi-session",
+            "question": "What pasta did you recommend?",
+            "question_date": "2023/06/02 (Fri) 10:00",
+            "answer": "carbonara",
+            "answer_session_ids": ["s9"],
+            "haystack_session_ids": ["s9", "answer_s1"],
+            "haystack_dates": ["2023/05/04 (Thu) 09:00", "2023/05/01 (Mon) 09:00"],
+            "haystack_sessions": [other, shared],
+        },
     ]
 
 
@@ -106,8 +155,7 @@ def test_locomo_loader_builds_a_valid_snapshot(tmp_path):
     assert [p["project_id"] for p in snap.projects] == ["conv-1-s1", "conv-1-s2"]
     assert "8 May, 2023" in snap.projects[0]["name"]
     docs = {d["doc_id"]: d for d in snap.documents}
-    assert list(docs) == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3", "conv-1:D2:1",
-                          "conv-1:D2:2"]
+    assert list(docs) == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3", "conv-1:D2:1", "conv-1:D2:2"]
     assert docs["conv-1:D1:1"]["text"] == "Ana: I adopted a puppy named Biscuit last week."
     assert docs["conv-1:D1:3"]["text"].endswith("[image: a photo of a small brown dog]")
     assert docs["conv-1:D2:1"]["updated_at"] == "10:00 am on 9 June, 2023"
@@ -176,15 +224,32 @@ def test_hltm_ranking_orders_provenance_by_item_score(tmp_path):
     data = public.load_locomo(_write(tmp_path, "locomo.json", locomo_fixture()))
     facet = _item("facet", "project:conv-1-s2", "project", 0.9, ("conv-1:D2:2",))
     seat = _item("facet", "seat:conv-1", "seat", 0.95, ("project:conv-1-s1",))
-    summary = _item("summary", "project:conv-1-s1", "project", 0.5,
-                    ("conv-1:D1:3", "conv-1:D1:1", "conv-1:D1:2"))
+    summary = _item(
+        "summary",
+        "project:conv-1-s1",
+        "project",
+        0.5,
+        ("conv-1:D1:3", "conv-1:D1:1", "conv-1:D1:2"),
+    )
     qa = _item("qa", "project:conv-1-s2", "project", 0.7, ("conv-1:D2:1", "conv-1:D2:2"))
-    ctx = RetrievedContext("seat:conv-1", "q", ParsedQuery("summary", ()),
-                           [NodeContext("project:conv-1-s2", "project", "s2", 0.9, 1, (facet,)),
-                            NodeContext("seat:conv-1", "seat", "c", 0.95, 2, (seat,))],
-                           [qa], [summary])
+    ctx = RetrievedContext(
+        "seat:conv-1",
+        "q",
+        ParsedQuery("summary", ()),
+        [
+            NodeContext("project:conv-1-s2", "project", "s2", 0.9, 1, (facet,)),
+            NodeContext("seat:conv-1", "seat", "c", 0.95, 2, (seat,)),
+        ],
+        [qa],
+        [summary],
+    )
     assert public.hltm_ranked_docs(ctx, data) == [
-        "conv-1:D2:2", "conv-1:D2:1", "conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3"]
+        "conv-1:D2:2",
+        "conv-1:D2:1",
+        "conv-1:D1:1",
+        "conv-1:D1:2",
+        "conv-1:D1:3",
+    ]
     expanded = public.hltm_ranked_docs(ctx, data, parents="expand")
     assert expanded[:3] == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3"]
 
@@ -223,8 +288,9 @@ def test_run_public_locomo_end_to_end(tmp_path):
 
 def test_run_public_longmemeval_end_to_end(tmp_path):
     path = _write(tmp_path, "lme.json", longmemeval_fixture())
-    out = public.run_public(Settings(home=tmp_path / "home"), "longmemeval", path,
-                            show_progress=True)
+    out = public.run_public(
+        Settings(home=tmp_path / "home"), "longmemeval", path, show_progress=True
+    )
     _check_scores(out, "longmemeval")
     row = out["json"]["flat_rag"]
     assert row["questions"] == 2 and row["abstention_skipped"] == 1
@@ -257,6 +323,9 @@ def test_longmemeval_dev_loads_as_a_valid_snapshot(tmp_path):
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
     assert len(snap.seats) == 3 and len(data.questions) == 3
     for q in data.questions:
-        sessions = {data.project_session[p["project_id"]] for p in snap.projects
-                    if p["seat_id"] == q.scope.split(":", 1)[1]}
+        sessions = {
+            data.project_session[p["project_id"]]
+            for p in snap.projects
+            if p["seat_id"] == q.scope.split(":", 1)[1]
+        }
         assert set(q.gold) <= sessions

@@ -31,20 +31,25 @@ def subtree(world, scope):
     level, raw = scope.split(":", 1)
     nodes = {scope}
     for s in world.seats:
-        if (level == "account" and s["account_id"] == raw):
+        if level == "account" and s["account_id"] == raw:
             nodes.add(f"seat:{s['seat_id']}")
     for p in world.projects:
         acct = next(s["account_id"] for s in world.seats if s["seat_id"] == p["seat_id"])
-        if (level == "account" and acct == raw) or (level == "seat" and p["seat_id"] == raw) \
-                or (level == "project" and p["project_id"] == raw):
+        if (
+            (level == "account" and acct == raw)
+            or (level == "seat" and p["seat_id"] == raw)
+            or (level == "project" and p["project_id"] == raw)
+        ):
             nodes.add(f"project:{p['project_id']}")
     return nodes
 
 
 def all_scopes(world):
-    return ([f"account:{a['account_id']}" for a in world.accounts]
-            + [f"seat:{s['seat_id']}" for s in world.seats]
-            + [f"project:{p['project_id']}" for p in world.projects])
+    return (
+        [f"account:{a['account_id']}" for a in world.accounts]
+        + [f"seat:{s['seat_id']}" for s in world.seats]
+        + [f"project:{p['project_id']}" for p in world.projects]
+    )
 
 
 def all_values(world):
@@ -55,9 +60,13 @@ def all_values(world):
 
 
 QUESTION_TEMPLATES = [
-    "Which of my searches were for {v} roles?", "Which openings required {v}?",
-    "In which searches did we reject someone because of {v}?", "Where are the jobs located?",
-    "What roles does this recruiter hire for most often?", "{v}", "Tell me about {v} and more",
+    "Which of my searches were for {v} roles?",
+    "Which openings required {v}?",
+    "In which searches did we reject someone because of {v}?",
+    "Where are the jobs located?",
+    "What roles does this recruiter hire for most often?",
+    "{v}",
+    "Tell me about {v} and more",
 ]
 
 
@@ -77,10 +86,22 @@ def test_nothing_outside_the_scope_is_ever_retrieved_or_cited(mem, world, data):
         assert all(f.node_id == node.node_id for f in node.facets)
 
 
-@pytest.mark.parametrize("scope", [
-    "seat:x' OR '1'='1", "seat:a/../b", "account:%", "project:p1; DROP TABLE mem_nodes",
-    "seat:a_b' --", "team:s1", "seat", "", None, "seat:" + "a" * 300, "seat:a\nb",
-])
+@pytest.mark.parametrize(
+    "scope",
+    [
+        "seat:x' OR '1'='1",
+        "seat:a/../b",
+        "account:%",
+        "project:p1; DROP TABLE mem_nodes",
+        "seat:a_b' --",
+        "team:s1",
+        "seat",
+        "",
+        None,
+        "seat:" + "a" * 300,
+        "seat:a\nb",
+    ],
+)
 def test_injection_looking_scopes_are_rejected_before_any_store(tmp_path, scope):
     # A home that does not exist: a store access would raise NoMemoryError instead.
     from hltm_resources.config import Settings
@@ -96,6 +117,7 @@ def test_unknown_scope_says_what_exists(mem, world):
 
 
 # -- scores against hand-computed values ------------------------------------------------------
+
 
 def test_facet_score_formula_by_hand():
     micro = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -140,14 +162,32 @@ def test_three_scores_on_a_tiny_tree_match_hand_computation(tmp_path):
     snap.mkdir()
     write_jsonl(snap / "accounts.jsonl", [{"account_id": "a", "name": "A"}])
     write_jsonl(snap / "seats.jsonl", [{"seat_id": "s", "account_id": "a", "name": "S"}])
-    write_jsonl(snap / "projects.jsonl", [
-        {"project_id": "p1", "seat_id": "s", "name": "One", "updated_at": "2026"},
-        {"project_id": "p2", "seat_id": "s", "name": "Two", "updated_at": "2026"}])
-    write_jsonl(snap / "documents.jsonl", [
-        {"doc_id": "d1", "project_id": "p1", "kind": "req", "updated_at": "2026",
-         "text": "Location: Dublin\nSkills: Python"},
-        {"doc_id": "d2", "project_id": "p2", "kind": "req", "updated_at": "2026",
-         "text": "Location: Lisbon\nSkills: Kubernetes"}])
+    write_jsonl(
+        snap / "projects.jsonl",
+        [
+            {"project_id": "p1", "seat_id": "s", "name": "One", "updated_at": "2026"},
+            {"project_id": "p2", "seat_id": "s", "name": "Two", "updated_at": "2026"},
+        ],
+    )
+    write_jsonl(
+        snap / "documents.jsonl",
+        [
+            {
+                "doc_id": "d1",
+                "project_id": "p1",
+                "kind": "req",
+                "updated_at": "2026",
+                "text": "Location: Dublin\nSkills: Python",
+            },
+            {
+                "doc_id": "d2",
+                "project_id": "p2",
+                "kind": "req",
+                "updated_at": "2026",
+                "text": "Location: Lisbon\nSkills: Kubernetes",
+            },
+        ],
+    )
     settings_ = Settings(home=tmp_path / "home")
     load_snapshot(settings_, snap)
     emb = KeywordEmbedder()
@@ -155,8 +195,9 @@ def test_three_scores_on_a_tiny_tree_match_hand_computation(tmp_path):
     for level in ("project", "seat", "account"):
         indexer.build(level, indexer.plan().keys(level))
     mem = Memory(settings_, embedder=emb, log_queries=False)
-    r = mem.retrieve("Which openings required Python?", scope="seat:s", k_facet=10, k_qa=50,
-                     k_summary=10)
+    r = mem.retrieve(
+        "Which openings required Python?", scope="seat:s", k_facet=10, k_qa=50, k_summary=10
+    )
     assert [m.text for m in r.context.parsed.micro] == ["skill: Python"]
     q = emb.embed(["skill: Python"])[0]
     question = emb.embed(["Which openings required Python?"])[0]
@@ -174,14 +215,16 @@ def test_three_scores_on_a_tiny_tree_match_hand_computation(tmp_path):
         texts = [t for n, t in qa if n == node_id]
         assert score == pytest.approx(max(emb.embed(texts) @ question), abs=1e-5)
     for item in r.context.summaries:  # s_summary: cosine with the one-sentence summary
-        assert item.score == pytest.approx(float(emb.embed([summaries[item.node_id]])[0]
-                                                 @ question), abs=1e-5)
+        assert item.score == pytest.approx(
+            float(emb.embed([summaries[item.node_id]])[0] @ question), abs=1e-5
+        )
     assert r.context.facets[0].node_id in ("project:p1", "seat:s")
     answer = mem.ask("Which openings required Python?", scope="seat:s")
     assert answer.references == ["project:p1"]
 
 
 # -- answers ---------------------------------------------------------------------------------
+
 
 def test_answers_match_the_generators_gold(mem, world):
     queries = make_queries(world, seed=1)
@@ -204,8 +247,10 @@ def test_asks_are_logged(tmp_path, snapshot_dir, built_home):
     seat = "seat:" + next(iter(["northwind-0-r01"]))
     r = m.ask("Where are the jobs usually located?", scope=seat, query_id="log-test-1")
     with db.connect(built_home.duckdb_path, read_only=True) as con:
-        row = con.execute("SELECT scope, question, references_, latency_ms, matched_keys "
-                          "FROM query_log WHERE query_id = 'log-test-1'").fetchone()
+        row = con.execute(
+            "SELECT scope, question, references_, latency_ms, matched_keys "
+            "FROM query_log WHERE query_id = 'log-test-1'"
+        ).fetchone()
     assert row[0] == seat and row[1] == "Where are the jobs usually located?"
     assert list(row[2]) == r.references and row[3] > 0 and "location" in row[4]
 
@@ -225,17 +270,25 @@ def test_batch_reports_bad_lines_and_answers_the_rest(tmp_path, built_home, worl
     summary = answer_batch(built_home, queries, out, memory=Memory(built_home, log_queries=False))
     answers = [json.loads(x) for x in out.read_text().splitlines()]
     assert [a["query_id"] for a in answers] == ["a", "d"]
-    assert set(answers[0]) == {"query_id", "answer", "references", "latency_ms", "llm_calls",
-                               "tokens"}
+    assert set(answers[0]) == {
+        "query_id",
+        "answer",
+        "references",
+        "latency_ms",
+        "llm_calls",
+        "tokens",
+    }
     assert [p.split(":")[1] for p in summary["problems"]] == ["2", "3", "4"]
     assert "not valid JSON" in summary["problems"][0] and "question" in summary["problems"][1]
 
 
 def test_query_module_never_imports_dagster(built_home):
-    code = ("import sys; from query import Memory; from hltm_resources.config import Settings;"
-            f"m = Memory(Settings(home={str(built_home.home)!r}), log_queries=False);"
-            "m.catalog(); "
-            "bad = sorted(x for x in sys.modules if x.split('.')[0] == 'dagster'); "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys; from query import Memory; from hltm_resources.config import Settings;"
+        f"m = Memory(Settings(home={str(built_home.home)!r}), log_queries=False);"
+        "m.catalog(); "
+        "bad = sorted(x for x in sys.modules if x.split('.')[0] == 'dagster'); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -15,8 +15,11 @@ from tests.conftest import write_jsonl
 
 def evaluate(defs, settings, cursor=None):
     sensor = defs.resolve_sensor_def("hltm_sot_changes")
-    context = dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor=cursor,
-                                      resources={"hltm": defs.resources["hltm"]})
+    context = dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(),
+        cursor=cursor,
+        resources={"hltm": defs.resources["hltm"]},
+    )
     return sensor(context), context
 
 
@@ -51,14 +54,16 @@ def test_an_edited_document_requests_exactly_its_leaf(fresh_home, tmp_path, snap
     assert [r.run_key for r in again.run_requests] == [request.run_key]
 
 
-def test_a_topology_change_is_skipped_until_the_location_reloads(fresh_home, tmp_path, snapshot_dir,
-                                                                 world):
+def test_a_topology_change_is_skipped_until_the_location_reloads(
+    fresh_home, tmp_path, snapshot_dir, world
+):
     defs = build_definitions(fresh_home)
     snap = tmp_path / "moved"
     shutil.copytree(snapshot_dir, snap)
     projects = [dict(p) for p in world.projects]
-    projects[0]["seat_id"] = next(s["seat_id"] for s in world.seats
-                                  if s["seat_id"] != projects[0]["seat_id"])
+    projects[0]["seat_id"] = next(
+        s["seat_id"] for s in world.seats if s["seat_id"] != projects[0]["seat_id"]
+    )
     write_jsonl(snap / "projects.jsonl", projects)
     load_snapshot(fresh_home, snap)
     result, _ = evaluate(defs, fresh_home)
@@ -85,10 +90,12 @@ def test_stale_parents_wait_for_automation_then_get_requested():
     assert first.requests == [] and "left to automation" in first.skip_reason
     early = decide(_plan(stale), EMPTY, EMPTY, first.cursor, now=1100.0, grace=180)
     assert early.requests == []
-    late = decide(_plan(stale), EMPTY, EMPTY, json.loads(json.dumps(early.cursor)), now=1181.0,
-                  grace=180)
+    late = decide(
+        _plan(stale), EMPTY, EMPTY, json.loads(json.dumps(early.cursor)), now=1181.0, grace=180
+    )
     assert [(r.level, r.raw_id, r.run_key) for r in late.requests] == [
-        ("seat", "s1", "seat:s1:abc123")]
+        ("seat", "s1", "seat:s1:abc123")
+    ]
 
 
 def test_parents_emptied_by_a_deletion_are_requested_at_once():
@@ -105,8 +112,10 @@ def test_parents_above_a_pending_leaf_are_left_alone():
 
 
 def test_many_changed_leaves_are_requested_as_partition_ranges():
-    items = [PlanItem(f"project:{k}", "project", k, "inputs changed", f"h{k}")
-             for k in ("a", "b", "c", "e")]
+    items = [
+        PlanItem(f"project:{k}", "project", k, "inputs changed", f"h{k}")
+        for k in ("a", "b", "c", "e")
+    ]
     decision = decide(_plan(*items), EMPTY, EMPTY, {}, now=0.0, order=["a", "b", "c", "d", "e"])
     assert [(r.raw_id, r.end) for r in decision.requests] == [("a", "c"), ("e", None)]
     assert decision.requests[0].run_key.startswith("project:a..c:")
@@ -118,8 +127,11 @@ def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
 
     patterns = json.dumps([{"pattern": "which openings required <skill>"}])
     with db.connect(fresh_home.duckdb_path) as con:
-        con.execute("INSERT INTO adapt_hints VALUES (1, 'proposed', now(), NULL, NULL, NULL, 3, "
-                    "'{}', ?, '[]')", [patterns])
+        con.execute(
+            "INSERT INTO adapt_hints VALUES (1, 'proposed', now(), NULL, NULL, NULL, 3, "
+            "'{}', ?, '[]')",
+            [patterns],
+        )
     defs = build_definitions(fresh_home)
     adaptation.approve(fresh_home, 1)
     from hltm_resources.resources import forget_indexers
@@ -129,5 +141,7 @@ def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
     # Every leaf is stale (the hints version is in every input hash) and the leaves are
     # contiguous in partition order: one range run.
     [request] = result.run_requests
-    assert request.tags["dagster/asset_partition_range_start"] == \
-        defs.resolve_job_def("project_memory_job").partitions_def.get_partition_keys()[0]
+    assert (
+        request.tags["dagster/asset_partition_range_start"]
+        == defs.resolve_job_def("project_memory_job").partitions_def.get_partition_keys()[0]
+    )

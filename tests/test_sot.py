@@ -12,8 +12,10 @@ from tests.conftest import write_jsonl
 
 def sot_rows(settings):
     with db.connect(settings.duckdb_path, read_only=True) as con:
-        return {t: sorted(con.execute(f"SELECT * FROM sot_{t}").fetchall())
-                for t in ("accounts", "seats", "projects", "documents")}
+        return {
+            t: sorted(con.execute(f"SELECT * FROM sot_{t}").fetchall())
+            for t in ("accounts", "seats", "projects", "documents")
+        }
 
 
 @pytest.fixture
@@ -33,19 +35,36 @@ def corrupt(path, lineno, new_line):
     "file,line,content,message",
     [
         ("projects.jsonl", 2, b'{"project_id": "x1", "seat_id": \n', "is not valid JSON"),
-        ("projects.jsonl", 3, b'{"project_id": "x2", "seat_id": "nope", "name": "n", '
-         b'"updated_at": "2026"}\n', "seat_id 'nope' does not exist in seats.jsonl"),
-        ("documents.jsonl", 1, b'{"doc_id": "z", "project_id": "p00001"}\n',
-         "missing fields kind, text, updated_at"),
-        ("documents.jsonl", 4, b'{"doc_id": "z\xff", "project_id": "p00001"}\n',
-         "is not valid UTF-8"),
-        ("seats.jsonl", 2, b'[1, 2]\n', "is not a JSON object"),
-        ("accounts.jsonl", 1, b'{"account_id": "a\'; DROP TABLE x; --", "name": "n"}\n',
-         "is not a valid id"),
+        (
+            "projects.jsonl",
+            3,
+            b'{"project_id": "x2", "seat_id": "nope", "name": "n", "updated_at": "2026"}\n',
+            "seat_id 'nope' does not exist in seats.jsonl",
+        ),
+        (
+            "documents.jsonl",
+            1,
+            b'{"doc_id": "z", "project_id": "p00001"}\n',
+            "missing fields kind, text, updated_at",
+        ),
+        (
+            "documents.jsonl",
+            4,
+            b'{"doc_id": "z\xff", "project_id": "p00001"}\n',
+            "is not valid UTF-8",
+        ),
+        ("seats.jsonl", 2, b"[1, 2]\n", "is not a JSON object"),
+        (
+            "accounts.jsonl",
+            1,
+            b'{"account_id": "a\'; DROP TABLE x; --", "name": "n"}\n',
+            "is not a valid id",
+        ),
     ],
 )
-def test_bad_snapshot_names_file_and_line_and_changes_nothing(settings, snap, snapshot_dir,
-                                                              file, line, content, message):
+def test_bad_snapshot_names_file_and_line_and_changes_nothing(
+    settings, snap, snapshot_dir, file, line, content, message
+):
     load_snapshot(settings, snapshot_dir)
     before = sot_rows(settings)
     corrupt(snap / file, line, content)
@@ -60,8 +79,11 @@ def test_bad_snapshot_names_file_and_line_and_changes_nothing(settings, snap, sn
 def test_duplicate_ids_point_at_both_lines(snap):
     rows = (snap / "seats.jsonl").read_text().splitlines()
     (snap / "seats.jsonl").write_text("\n".join(rows + [rows[0]]) + "\n")
-    with pytest.raises(SnapshotError, match=rf"seats.jsonl:{len(rows) + 1}: duplicate seat_id .* "
-                                            r"\(first on line 1\)"):
+    with pytest.raises(
+        SnapshotError,
+        match=rf"seats.jsonl:{len(rows) + 1}: duplicate seat_id .* "
+        r"\(first on line 1\)",
+    ):
         read_snapshot(snap)
 
 
@@ -78,9 +100,13 @@ def test_reload_computes_adds_changes_deletes_and_moves(settings, snap, world):
     gone, moved, edited = projects[0]["project_id"], projects[1], projects[2]["project_id"]
     other_seat = next(s["seat_id"] for s in world.seats if s["seat_id"] != moved["seat_id"])
     moved["seat_id"] = other_seat
-    write_jsonl(snap / "projects.jsonl", [p for p in projects if p["project_id"] != gone]
-                + [{"project_id": "new1", "seat_id": other_seat, "name": "New",
-                    "updated_at": "2026-12-01"}])
+    write_jsonl(
+        snap / "projects.jsonl",
+        [p for p in projects if p["project_id"] != gone]
+        + [
+            {"project_id": "new1", "seat_id": other_seat, "name": "New", "updated_at": "2026-12-01"}
+        ],
+    )
     docs = [dict(d) for d in world.documents if d["project_id"] != gone]
     for d in docs:
         if d["project_id"] == edited:
@@ -93,7 +119,15 @@ def test_reload_computes_adds_changes_deletes_and_moves(settings, snap, world):
     assert second.moved == (moved["project_id"],)
     assert second.changed == (edited,)
     with db.connect(settings.duckdb_path, read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM sot_documents WHERE project_id = ?",
-                           [gone]).fetchone()[0] == 0
-        assert con.execute("SELECT seat_id FROM sot_projects WHERE project_id = ?",
-                           [moved["project_id"]]).fetchone()[0] == other_seat
+        assert (
+            con.execute(
+                "SELECT count(*) FROM sot_documents WHERE project_id = ?", [gone]
+            ).fetchone()[0]
+            == 0
+        )
+        assert (
+            con.execute(
+                "SELECT seat_id FROM sot_projects WHERE project_id = ?", [moved["project_id"]]
+            ).fetchone()[0]
+            == other_seat
+        )

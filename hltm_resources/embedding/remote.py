@@ -20,8 +20,10 @@ class OpenAIEmbedder(Embedder):
     def __init__(self, settings: Settings, client=None, sleep=time.sleep):
         super().__init__()
         if not settings.embed_model:
-            raise ConfigError("HLTM_EMBEDDER=openai needs HLTM_EMBED_MODEL (e.g. "
-                              "text-embedding-3-small, or the Azure deployment name)")
+            raise ConfigError(
+                "HLTM_EMBEDDER=openai needs HLTM_EMBED_MODEL (e.g. "
+                "text-embedding-3-small, or the Azure deployment name)"
+            )
         from hltm_resources.engines.llm_client import make_openai_client
 
         self.settings = settings
@@ -53,8 +55,12 @@ class OpenAIEmbedder(Embedder):
             try:
                 response = self.client.embeddings.create(model=self.model, input=texts)
                 break
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as exc:
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+            ) as exc:
                 if attempt >= self.settings.max_retries:
                     raise EmbedderError(f"embedding endpoint kept failing: {exc}") from exc
                 self.sleep(backoff_seconds(attempt, retry_after_seconds(exc)))

@@ -155,9 +155,7 @@ class MemoryAgents(ABC):
 
     # -- indexing ------------------------------------------------------------------------
     @abstractmethod
-    def extract_facets(
-        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
-    ) -> list[Facet]:
+    def extract_facets(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> list[Facet]:
         """Facets of a leaf from its documents."""
 
     @abstractmethod

@@ -133,10 +133,16 @@ _REJECT_WORDS = re.compile(
     r"not a fit|decided against)\b",
     re.I,
 )
-_POSITIVE_DECISION = re.compile(r"\b(advance|advanced|hire|hired|offer|accepted|moved? forward|"
-                                r"next round|onsite|proceed|strong yes|yes)\b", re.I)
-_NEGATIVE_DECISION = re.compile(r"\b(reject|rejected|declined?|no|no hire|not a fit|pass|"
-                                r"passed|turned down|do not hire|not moving forward)\b", re.I)
+_POSITIVE_DECISION = re.compile(
+    r"\b(advance|advanced|hire|hired|offer|accepted|moved? forward|"
+    r"next round|onsite|proceed|strong yes|yes)\b",
+    re.I,
+)
+_NEGATIVE_DECISION = re.compile(
+    r"\b(reject|rejected|declined?|no|no hire|not a fit|pass|"
+    r"passed|turned down|do not hire|not moving forward)\b",
+    re.I,
+)
 _REASON_AFTER = re.compile(
     r"\b(?:because of|because|due to|owing to|citing|reason:|as a result of|on account of)\s+"
     r"(?:(?:his|her|their|the candidate'?s?|a|an|the)\s+)?(.+)$",
@@ -302,8 +308,11 @@ def feedback_event(doc: Document) -> FeedbackEvent | None:
         reason = _reason_from_prose(doc.text)
     candidate = fields.get("candidate")
     if not candidate:
-        m = re.search(r"\b(?:feedback (?:for|on)|candidate:?|interviewed)\s+([A-Z][a-z]+(?: [A-Z]"
-                      r"[a-z'-]+){0,2})", doc.text)
+        m = re.search(
+            r"\b(?:feedback (?:for|on)|candidate:?|interviewed)\s+([A-Z][a-z]+(?: [A-Z]"
+            r"[a-z'-]+){0,2})",
+            doc.text,
+        )
         candidate = m.group(1) if m else None
     if not rejected and not candidate:
         return None
@@ -393,10 +402,16 @@ def _split_seniority(facets: list[RawFacet]) -> list[RawFacet]:
                 head = fold(" ".join(words[:n]))
                 if len(words) > n and head in SENIORITY_WORDS:
                     if not has_seniority:
-                        out.append(RawFacet("seniority", SENIORITY_WORDS[head], f.doc_id,
-                                            f.structured, f.updated_at))
-                    f = RawFacet("title", " ".join(words[n:]), f.doc_id, f.structured,
-                                 f.updated_at)
+                        out.append(
+                            RawFacet(
+                                "seniority",
+                                SENIORITY_WORDS[head],
+                                f.doc_id,
+                                f.structured,
+                                f.updated_at,
+                            )
+                        )
+                    f = RawFacet("title", " ".join(words[n:]), f.doc_id, f.structured, f.updated_at)
                     break
         out.append(f)
     return out
@@ -411,8 +426,9 @@ def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:
     return (len(KEY_ORDER), key)
 
 
-def reconcile(raw: Sequence[RawFacet], max_facets: int = 30,
-              emphasized: Sequence[str] = ()) -> list[Facet]:
+def reconcile(
+    raw: Sequence[RawFacet], max_facets: int = 30, emphasized: Sequence[str] = ()
+) -> list[Facet]:
     """Merge one leaf's raw facets: union multi-valued keys, resolve conflicts on the others.
 
     A conflict on a single-valued key keeps the value from structured documents over prose,

@@ -75,6 +75,8 @@ _PARENT_QA = {
     "department": "Which departments does {n} hire for most often?",
     "employment_type": "What employment types does {n} usually hire for?",
 }
+
+
 def distribution(facets: Sequence[Facet], key: str, total: int, limit: int = 5) -> str:
     """``Dublin, Ireland (9 of 12 projects); Lisbon (2 of 12)`` for one key."""
     items = sorted((f for f in facets if f.key == key), key=lambda f: (-f.support, fold(f.value)))
@@ -91,9 +93,7 @@ class ExtractiveAgents(MemoryAgents):
     engine_id = EXTRACTIVE_VERSION
 
     # -- leaves --------------------------------------------------------------------------
-    def extract_facets(
-        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
-    ) -> list[Facet]:
+    def extract_facets(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> list[Facet]:
         self.usage.add(engine_calls=1)
         raw = [f for doc in sorted(docs, key=lambda d: d.doc_id) for f in document_facets(doc)]
         facets = reconcile(raw, emphasized=hints.facet_names)
@@ -103,8 +103,11 @@ class ExtractiveAgents(MemoryAgents):
                 Facet("document_count", str(len(docs)), 1, tuple(sorted(d.doc_id for d in docs)))
             ]
             if kinds:
-                facets.append(Facet("document_kinds", ", ".join(kinds), 1,
-                                    tuple(sorted(d.doc_id for d in docs))))
+                facets.append(
+                    Facet(
+                        "document_kinds", ", ".join(kinds), 1, tuple(sorted(d.doc_id for d in docs))
+                    )
+                )
         return facets
 
     def generate_qa(
@@ -129,15 +132,28 @@ class ExtractiveAgents(MemoryAgents):
         for doc in sorted(docs, key=lambda d: d.doc_id):
             event = feedback_event(doc)
             if event and event.rejected and event.reason and event.candidate:
-                qa.append(QAPair(f"Why was {event.candidate} rejected for the {node.name} role?",
-                                 event.reason, (doc.doc_id,)))
+                qa.append(
+                    QAPair(
+                        f"Why was {event.candidate} rejected for the {node.name} role?",
+                        event.reason,
+                        (doc.doc_id,),
+                    )
+                )
         statements = _statements(docs)
         if not qa and not statements:
-            qa.append(QAPair(f"How many documents does the {node.name} project have?",
-                             str(len(docs)), tuple(sorted(d.doc_id for d in docs))))
+            qa.append(
+                QAPair(
+                    f"How many documents does the {node.name} project have?",
+                    str(len(docs)),
+                    tuple(sorted(d.doc_id for d in docs)),
+                )
+            )
         # Questions of the workload's recurring patterns come first, on top of the templates.
-        return _dedupe_qa(patterns.leaf_pattern_qa(node, by_key, hints)
-                          + _dedupe_qa(qa)[:MAX_LEAF_QA] + statements)
+        return _dedupe_qa(
+            patterns.leaf_pattern_qa(node, by_key, hints)
+            + _dedupe_qa(qa)[:MAX_LEAF_QA]
+            + statements
+        )
 
     def summarize(
         self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
@@ -171,8 +187,15 @@ class ExtractiveAgents(MemoryAgents):
         if "rejection_reason" in by_key:
             reasons = "; ".join(f.value for f in by_key["rejection_reason"])
             parts.append(f"Candidates were rejected for: {reasons}.")
-        shown = {"seniority", "title", "location", "workplace_type", "skill", "preferred_skill",
-                 "rejection_reason"}
+        shown = {
+            "seniority",
+            "title",
+            "location",
+            "workplace_type",
+            "skill",
+            "preferred_skill",
+            "rejection_reason",
+        }
         other = [f"{humanize_key(k)}: {v[0].value}" for k, v in by_key.items() if k not in shown]
         if other:
             parts.append("Other facts: " + "; ".join(other[:8]) + ".")
@@ -197,8 +220,14 @@ class ExtractiveAgents(MemoryAgents):
         summary = self._parent_summary(node, children, facets, total)
         return Memory(node.node_id, node.level, tuple(facets), tuple(qa), summary, total)
 
-    def _parent_qa(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
-                   facets: list[Facet], total: int, hints: Hints) -> list[QAPair]:
+    def _parent_qa(
+        self,
+        node: NodeInfo,
+        children: Sequence[tuple[NodeInfo, Memory]],
+        facets: list[Facet],
+        total: int,
+        hints: Hints,
+    ) -> list[QAPair]:
         by_key = _group(facets)
         qa: list[QAPair] = []
         for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
@@ -206,29 +235,49 @@ class ExtractiveAgents(MemoryAgents):
                 continue
             template = _PARENT_QA.get(key, "What are the most common {k} across {n}'s projects?")
             sources = tuple(sorted({s for f in by_key[key] for s in f.source_ids}))
-            qa.append(QAPair(template.format(n=node.name, k=key_label(key)),
-                             distribution(facets, key, total), sources))
+            qa.append(
+                QAPair(
+                    template.format(n=node.name, k=key_label(key)),
+                    distribution(facets, key, total),
+                    sources,
+                )
+            )
         names = {c.node_id: c.name for c, _ in children}
         for key in ("title", "location", "skill"):
             for f in sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))[:1]:
                 listed = join_human(f"{names[s]} ({s})" for s in f.source_ids if s in names)
                 if node.level == "seat":
-                    question = {"title": "Which {n} projects were for {v} roles?",
-                                "location": "Which {n} projects were located in {v}?",
-                                "skill": "Which {n} projects required {v}?"}[key]
+                    question = {
+                        "title": "Which {n} projects were for {v} roles?",
+                        "location": "Which {n} projects were located in {v}?",
+                        "skill": "Which {n} projects required {v}?",
+                    }[key]
                 else:
-                    question = {"title": "Which recruiters at {n} hire for {v} roles?",
-                                "location": "Which recruiters at {n} hire in {v}?",
-                                "skill": "Which recruiters at {n} need {v} in their openings?"
-                                }[key]
+                    question = {
+                        "title": "Which recruiters at {n} hire for {v} roles?",
+                        "location": "Which recruiters at {n} hire in {v}?",
+                        "skill": "Which recruiters at {n} need {v} in their openings?",
+                    }[key]
                 qa.append(QAPair(question.format(n=node.name, v=f.value), listed, f.source_ids))
-        qa.append(QAPair(f"How many projects does {node.name} have?", str(total), tuple(
-            info.node_id for info, _ in children)))
-        return _dedupe_qa(list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
-                          + _dedupe_qa(qa)[:MAX_PARENT_QA])
+        qa.append(
+            QAPair(
+                f"How many projects does {node.name} have?",
+                str(total),
+                tuple(info.node_id for info, _ in children),
+            )
+        )
+        return _dedupe_qa(
+            list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
+            + _dedupe_qa(qa)[:MAX_PARENT_QA]
+        )
 
-    def _parent_summary(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
-                        facets: list[Facet], total: int) -> Summary:
+    def _parent_summary(
+        self,
+        node: NodeInfo,
+        children: Sequence[tuple[NodeInfo, Memory]],
+        facets: list[Facet],
+        total: int,
+    ) -> Summary:
         by_key = _group(facets)
         child_ids = tuple(info.node_id for info, _ in children)
         kind = "recruiter" if node.level == "seat" else "organization"
@@ -269,8 +318,9 @@ class ExtractiveAgents(MemoryAgents):
         return answer_extractively(context)
 
 
-def merge_child_facets(children: Sequence[tuple[NodeInfo, Memory]], total: int,
-                       hints: Hints, top: bool = True) -> list[Facet]:
+def merge_child_facets(
+    children: Sequence[tuple[NodeInfo, Memory]], total: int, hints: Hints, top: bool = True
+) -> list[Facet]:
     """Group equal values across children, sum their support and prune rare ones.
 
     At the top of the tree (``top``) a value survives when it is backed by at least two
@@ -344,8 +394,9 @@ def _statements(docs: Sequence[Document]) -> list[QAPair]:
         text = doc.text.strip()
         if not text or not _is_prose(text) or document_facets(doc) or feedback_event(doc):
             continue
-        out.append(QAPair(collapse_text(text, STATEMENT_CHARS), collapse_text(text, 1000),
-                          (doc.doc_id,)))
+        out.append(
+            QAPair(collapse_text(text, STATEMENT_CHARS), collapse_text(text, 1000), (doc.doc_id,))
+        )
     return _dedupe_qa(out)[:MAX_LEAF_STATEMENTS]
 
 

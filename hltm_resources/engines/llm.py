@@ -134,8 +134,12 @@ def _arr(items: dict, max_items: int, min_items: int = 0) -> dict:
 
 
 def _obj(props: dict, required: Sequence[str]) -> dict:
-    return {"type": "object", "properties": props, "required": list(required),
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": list(required),
+        "additionalProperties": False,
+    }
 
 
 def token_ceiling(schema: dict) -> int:
@@ -152,49 +156,81 @@ def token_ceiling(schema: dict) -> int:
     if kind == "array":
         return schema.get("maxItems", 50) * (token_ceiling(schema["items"]) + 2) + 2
     if kind == "object":
-        return sum(len(k) // 2 + 6 + token_ceiling(v)
-                   for k, v in schema.get("properties", {}).items()) + 4
+        return (
+            sum(len(k) // 2 + 6 + token_ceiling(v) for k, v in schema.get("properties", {}).items())
+            + 4
+        )
     return 12
 
 
-FACETS_SCHEMA = _obj({"facets": _arr(_obj({"key": _s(40, 1), "value": _s(100, 1)},
-                                          ["key", "value"]), 15)}, ["facets"])
+FACETS_SCHEMA = _obj(
+    {"facets": _arr(_obj({"key": _s(40, 1), "value": _s(100, 1)}, ["key", "value"]), 15)},
+    ["facets"],
+)
 SUMMARY_SCHEMA = _obj({"summary": _s(900, 1)}, ["summary"])
 CONCISE_SCHEMA = _obj({"summary": _s(250, 1)}, ["summary"])
-JUDGE_SCHEMA = _obj({"rationale": _s(300), "score": {"type": "number", "minimum": 0,
-                                                      "maximum": 1}}, ["rationale", "score"])
+JUDGE_SCHEMA = _obj(
+    {"rationale": _s(300), "score": {"type": "number", "minimum": 0, "maximum": 1}},
+    ["rationale", "score"],
+)
 
 
 def qa_schema(doc_ids: Sequence[str]) -> dict:
-    item = _obj({"question": _s(160, 3), "answer": _s(200, 1), "source": _str_enum(doc_ids)},
-                ["question", "answer", "source"])
-    return _obj({"rationale": _s(200), "question_answers": _arr(item, 8, 1)},
-                ["rationale", "question_answers"])
+    item = _obj(
+        {"question": _s(160, 3), "answer": _s(200, 1), "source": _str_enum(doc_ids)},
+        ["question", "answer", "source"],
+    )
+    return _obj(
+        {"rationale": _s(200), "question_answers": _arr(item, 8, 1)},
+        ["rationale", "question_answers"],
+    )
 
 
 def aggregate_schema(child_ids: Sequence[str]) -> dict:
     kids = _arr(_str_enum(child_ids), max(1, min(len(child_ids), 12)))
-    facet = _obj({"key": _s(40, 1), "value": _s(100, 1),
-                  "support": {"type": "integer", "minimum": 1}, "children": kids},
-                 ["key", "value", "support", "children"])
-    qa = _obj({"question": _s(160, 3), "answer": _s(240, 1), "children": kids},
-              ["question", "answer", "children"])
-    return _obj({"facets": _arr(facet, 12), "question_answers": _arr(qa, 5, 1),
-                 "detailed_summary": _s(900, 1), "summary": _s(250, 1)},
-                ["facets", "question_answers", "detailed_summary", "summary"])
+    facet = _obj(
+        {
+            "key": _s(40, 1),
+            "value": _s(100, 1),
+            "support": {"type": "integer", "minimum": 1},
+            "children": kids,
+        },
+        ["key", "value", "support", "children"],
+    )
+    qa = _obj(
+        {"question": _s(160, 3), "answer": _s(240, 1), "children": kids},
+        ["question", "answer", "children"],
+    )
+    return _obj(
+        {
+            "facets": _arr(facet, 12),
+            "question_answers": _arr(qa, 5, 1),
+            "detailed_summary": _s(900, 1),
+            "summary": _s(250, 1),
+        },
+        ["facets", "question_answers", "detailed_summary", "summary"],
+    )
 
 
 def parse_schema(keys: Sequence[str]) -> dict:
-    item = _obj({"key": _str_enum(keys), "value": {"anyOf": [_s(120), {"type": "null"}]}},
-                ["key", "value"])
-    return _obj({"kind": {"type": "string", "enum": ["retrieval", "summary"]},
-                 "facets": _arr(item, 6)}, ["kind", "facets"])
+    item = _obj(
+        {"key": _str_enum(keys), "value": {"anyOf": [_s(120), {"type": "null"}]}}, ["key", "value"]
+    )
+    return _obj(
+        {"kind": {"type": "string", "enum": ["retrieval", "summary"]}, "facets": _arr(item, 6)},
+        ["kind", "facets"],
+    )
 
 
 def answer_schema(node_ids: Sequence[str]) -> dict:
-    return _obj({"rationale": _s(300), "answer": _s(600, 1),
-                 "citation": _arr(_str_enum(node_ids), max(1, min(len(node_ids), 60)))},
-                ["rationale", "answer", "citation"])
+    return _obj(
+        {
+            "rationale": _s(300),
+            "answer": _s(600, 1),
+            "citation": _arr(_str_enum(node_ids), max(1, min(len(node_ids), 60))),
+        },
+        ["rationale", "answer", "citation"],
+    )
 
 
 def _fit(text: str, budget: int) -> str:
@@ -227,20 +263,39 @@ class OpenAIAgents(MemoryAgents):
     def from_settings(cls, settings: Settings) -> OpenAIAgents:
         return cls(LLMClient(settings, Usage()), settings.max_input_tokens)
 
-    def _call(self, agent: str, system: str, user: str, model_cls, schema: dict,
-              node_id: str | None, validate=None):
+    def _call(
+        self,
+        agent: str,
+        system: str,
+        user: str,
+        model_cls,
+        schema: dict,
+        node_id: str | None,
+        validate=None,
+    ):
         self.usage.add(engine_calls=1)
-        return self.client.structured(agent, system, _fit(user, self.max_input_tokens),
-                                      model_cls, node_id=node_id,
-                                      max_tokens=min(token_ceiling(schema), MAX_REPLY_TOKENS),
-                                      validate=validate, schema=schema)
+        return self.client.structured(
+            agent,
+            system,
+            _fit(user, self.max_input_tokens),
+            model_cls,
+            node_id=node_id,
+            max_tokens=min(token_ceiling(schema), MAX_REPLY_TOKENS),
+            validate=validate,
+            schema=schema,
+        )
 
     # -- leaves ------------------------------------------------------------------------------
-    def extract_facets(self, node: NodeInfo, docs: Sequence[Document],
-                       hints: Hints) -> list[Facet]:
+    def extract_facets(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> list[Facet]:
         preferred = ", ".join(dict.fromkeys([*hints.facet_names, *KEY_ORDER]))
-        out = self._call("facets", prompts.FACETS_SYSTEM.format(preferred=preferred),
-                         prompts.render_documents(docs), FacetsOut, FACETS_SCHEMA, node.node_id)
+        out = self._call(
+            "facets",
+            prompts.FACETS_SYSTEM.format(preferred=preferred),
+            prompts.render_documents(docs),
+            FacetsOut,
+            FACETS_SCHEMA,
+            node.node_id,
+        )
         facets: dict[tuple[str, str], Facet] = {}
         all_ids = tuple(sorted(d.doc_id for d in docs))
         for item in out.facets:
@@ -251,8 +306,11 @@ class OpenAIAgents(MemoryAgents):
             if _SKIP_KEY.search(key) or not key:
                 continue
             text = str(raw_value)
-            parts = [p for p in text.split(";") if p.strip()] if (
-                key in MULTI_KEYS or ";" in text) else [text]
+            parts = (
+                [p for p in text.split(";") if p.strip()]
+                if (key in MULTI_KEYS or ";" in text)
+                else [text]
+            )
             for part in parts:
                 value = canonical_value(key, part)
                 if value is None:
@@ -264,24 +322,34 @@ class OpenAIAgents(MemoryAgents):
             result = [Facet("document_count", str(len(docs)), 1, all_ids)]
         return result
 
-    def generate_qa(self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet],
-                    hints: Hints) -> list[QAPair]:
+    def generate_qa(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> list[QAPair]:
         doc_ids = sorted(d.doc_id for d in docs) or ["none"]
         patterns = ""
         if hints.patterns:
-            patterns = ("- Where the data answers them, include questions of these recurring "
-                        "patterns (fill <slots> from the data): "
-                        + "; ".join(hints.patterns) + "\n")
-        system = prompts.QA_SYSTEM.format(name=node.name, doc_ids=", ".join(doc_ids),
-                                          patterns=patterns)
+            patterns = (
+                "- Where the data answers them, include questions of these recurring "
+                "patterns (fill <slots> from the data): " + "; ".join(hints.patterns) + "\n"
+            )
+        system = prompts.QA_SYSTEM.format(
+            name=node.name, doc_ids=", ".join(doc_ids), patterns=patterns
+        )
 
         def check(out: QAOut) -> None:
             bad = [q.source for q in out.question_answers if q.source not in doc_ids]
             if bad:
                 raise ValueError(f"source must be one of {doc_ids}, got {bad}")
 
-        out = self._call("qa", system, prompts.render_documents(docs), QAOut,
-                         qa_schema(doc_ids), node.node_id, validate=check)
+        out = self._call(
+            "qa",
+            system,
+            prompts.render_documents(docs),
+            QAOut,
+            qa_schema(doc_ids),
+            node.node_id,
+            validate=check,
+        )
         seen: set[str] = set()
         pairs = []
         for q in out.question_answers[:10]:
@@ -290,39 +358,67 @@ class OpenAIAgents(MemoryAgents):
                 pairs.append(QAPair(q.question.strip(), q.answer.strip(), (q.source,)))
         return pairs
 
-    def summarize(self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet],
-                  hints: Hints) -> Summary:
+    def summarize(
+        self, node: NodeInfo, docs: Sequence[Document], facets: Sequence[Facet], hints: Hints
+    ) -> Summary:
         emphasis = ""
         if hints.facet_names:
             emphasis = " Make sure to cover: " + ", ".join(hints.facet_names) + "."
-        detailed = self._call("summary_detailed", prompts.DETAILED_SYSTEM.format(
-            emphasis=emphasis), prompts.render_documents(docs), SummaryOut, SUMMARY_SCHEMA,
-            node.node_id).summary.strip()
-        concise = self._call("summary_concise", prompts.CONCISE_SYSTEM, detailed, SummaryOut,
-                             CONCISE_SCHEMA, node.node_id).summary.strip()
-        return Summary(detailed, collapse_text(concise, 400),
-                       tuple(sorted(d.doc_id for d in docs)))
+        detailed = self._call(
+            "summary_detailed",
+            prompts.DETAILED_SYSTEM.format(emphasis=emphasis),
+            prompts.render_documents(docs),
+            SummaryOut,
+            SUMMARY_SCHEMA,
+            node.node_id,
+        ).summary.strip()
+        concise = self._call(
+            "summary_concise",
+            prompts.CONCISE_SYSTEM,
+            detailed,
+            SummaryOut,
+            CONCISE_SCHEMA,
+            node.node_id,
+        ).summary.strip()
+        return Summary(detailed, collapse_text(concise, 400), tuple(sorted(d.doc_id for d in docs)))
 
     # -- parents -----------------------------------------------------------------------------
-    def aggregate(self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]],
-                  hints: Hints) -> Memory:
+    def aggregate(
+        self, node: NodeInfo, children: Sequence[tuple[NodeInfo, Memory]], hints: Hints
+    ) -> Memory:
         children = sorted(children, key=lambda c: c[0].node_id)
         total = sum(m.leaf_count for _, m in children)
         child_ids = [info.node_id for info, _ in children]
         if not children:
             self.usage.add(engine_calls=1)
             text = f"{node.name} ({node.node_id}) has no projects yet."
-            return Memory(node.node_id, node.level, (Facet("project_count", "0", 0, ()),),
-                          (QAPair(f"How many projects does {node.name} have?", "0", ()),),
-                          Summary(text, f"{node.name}: no projects yet.", ()), 0)
-        emphasis = (" Emphasize these facets: " + ", ".join(hints.facet_names) + "."
-                    if hints.facet_names else "")
-        patterns = (" Include answerable questions for these recurring patterns where the "
-                    "children's data answers them: " + "; ".join(hints.patterns) + "."
-                    if hints.patterns else "")
-        system = prompts.AGGREGATE_SYSTEM.format(level=node.level, name=node.name,
-                                                 n=len(children), total=total,
-                                                 emphasis=emphasis, patterns=patterns)
+            return Memory(
+                node.node_id,
+                node.level,
+                (Facet("project_count", "0", 0, ()),),
+                (QAPair(f"How many projects does {node.name} have?", "0", ()),),
+                Summary(text, f"{node.name}: no projects yet.", ()),
+                0,
+            )
+        emphasis = (
+            " Emphasize these facets: " + ", ".join(hints.facet_names) + "."
+            if hints.facet_names
+            else ""
+        )
+        patterns = (
+            " Include answerable questions for these recurring patterns where the "
+            "children's data answers them: " + "; ".join(hints.patterns) + "."
+            if hints.patterns
+            else ""
+        )
+        system = prompts.AGGREGATE_SYSTEM.format(
+            level=node.level,
+            name=node.name,
+            n=len(children),
+            total=total,
+            emphasis=emphasis,
+            patterns=patterns,
+        )
 
         def check(out: AggOut) -> None:
             cited = {c for f in out.facets for c in f.children}
@@ -331,9 +427,15 @@ class OpenAIAgents(MemoryAgents):
             if bad:
                 raise ValueError(f"children must be among {child_ids}, got {bad}")
 
-        out = self._call("aggregate", system, prompts.render_children(children), AggOut,
-                         aggregate_schema(child_ids), node.node_id,
-                         validate=check)
+        out = self._call(
+            "aggregate",
+            system,
+            prompts.render_children(children),
+            AggOut,
+            aggregate_schema(child_ids),
+            node.node_id,
+            validate=check,
+        )
         memories = dict((info.node_id, m) for info, m in children)
         facets: dict[tuple[str, str], Facet] = {}
         for f in out.facets:
@@ -351,17 +453,30 @@ class OpenAIAgents(MemoryAgents):
             facets[ident] = Facet(key, value, support, tuple(listed))
         facet_list = sorted(facets.values(), key=lambda f: (f.key, -f.support, fold(f.value)))
         facet_list.append(Facet("project_count", str(total), total, tuple(child_ids)))
-        qa = [QAPair(q.question.strip(), q.answer.strip(), tuple(sorted(set(q.children)))
-                     or tuple(child_ids)) for q in out.question_answers[:10]]
-        summary = Summary(out.detailed_summary.strip(), collapse_text(out.summary.strip(), 400),
-                          tuple(child_ids))
+        qa = [
+            QAPair(
+                q.question.strip(),
+                q.answer.strip(),
+                tuple(sorted(set(q.children))) or tuple(child_ids),
+            )
+            for q in out.question_answers[:10]
+        ]
+        summary = Summary(
+            out.detailed_summary.strip(), collapse_text(out.summary.strip(), 400), tuple(child_ids)
+        )
         return Memory(node.node_id, node.level, tuple(facet_list), tuple(qa), summary, total)
 
     # -- serving -----------------------------------------------------------------------------
     def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
         keys = [k for k in vocabulary.keys if k != "project_count"]
-        out = self._call("parse_query", prompts.PARSE_SYSTEM.format(
-            keys=", ".join(keys) or "(none)"), question, ParseOut, parse_schema(keys), None)
+        out = self._call(
+            "parse_query",
+            prompts.PARSE_SYSTEM.format(keys=", ".join(keys) or "(none)"),
+            question,
+            ParseOut,
+            parse_schema(keys),
+            None,
+        )
         micro = []
         for item in out.facets:
             key = canonical_key(item.key)
@@ -374,8 +489,9 @@ class OpenAIAgents(MemoryAgents):
         return ParsedQuery(out.kind, tuple(micro), targets, ())
 
     def answer(self, context: RetrievedContext) -> Answer:
-        return self.answer_raw(context.question, prompts.render_context(context),
-                               sorted(context.node_ids()))
+        return self.answer_raw(
+            context.question, prompts.render_context(context), sorted(context.node_ids())
+        )
 
     def answer_raw(self, question: str, context_text: str, node_ids: Sequence[str]) -> Answer:
         """Answer from an already rendered context (also used by the baselines)."""
@@ -386,15 +502,20 @@ class OpenAIAgents(MemoryAgents):
             if bad:
                 raise ValueError(f"citations must be node ids from the context, got {bad}")
 
-        out = self._call("answer", prompts.ANSWER_SYSTEM,
-                         prompts.answer_user(question, context_text), AnswerOut,
-                         answer_schema(allowed), None, validate=check)
+        out = self._call(
+            "answer",
+            prompts.ANSWER_SYSTEM,
+            prompts.answer_user(question, context_text),
+            AnswerOut,
+            answer_schema(allowed),
+            None,
+            validate=check,
+        )
         return Answer(out.answer.strip(), tuple(dict.fromkeys(out.citation)), out.rationale)
 
     def judge(self, question: str, answer: str, gold: str) -> float:
         """LLM-as-judge correctness in [0, 1] against the gold answer only."""
-        user = (f"Question: {question}\nGold reference answer: {gold}\n"
-                f"Answer to judge: {answer}")
+        user = f"Question: {question}\nGold reference answer: {gold}\nAnswer to judge: {answer}"
         out = self._call("judge", prompts.JUDGE_SYSTEM, user, JudgeOut, JUDGE_SCHEMA, None)
         return float(out.score)
 

@@ -65,10 +65,14 @@ def retry_after_seconds(exc: Exception) -> float | None:
     return None
 
 
-def backoff_seconds(attempt: int, retry_after: float | None, base: float = 0.5,
-                    rng: Callable[[], float] = random.random) -> float:
+def backoff_seconds(
+    attempt: int,
+    retry_after: float | None,
+    base: float = 0.5,
+    rng: Callable[[], float] = random.random,
+) -> float:
     """Exponential backoff with full jitter, never shorter than ``Retry-After``."""
-    delay = min(MAX_BACKOFF_S, base * (2 ** attempt)) * (0.5 + rng() / 2)
+    delay = min(MAX_BACKOFF_S, base * (2**attempt)) * (0.5 + rng() / 2)
     return max(delay, retry_after or 0.0)
 
 
@@ -77,33 +81,54 @@ def make_openai_client(settings: Settings):
     import openai
 
     if not settings.api_key:
-        raise ConfigError("the openai engine needs an API key: set OPENAI_API_KEY (any value "
-                          "for a local server that ignores it)")
+        raise ConfigError(
+            "the openai engine needs an API key: set OPENAI_API_KEY (any value "
+            "for a local server that ignores it)"
+        )
     if settings.azure_api_version:
         if not settings.base_url:
-            raise ConfigError("Azure OpenAI needs OPENAI_BASE_URL set to the resource endpoint "
-                              "(https://<resource>.openai.azure.com)")
-        return openai.AzureOpenAI(azure_endpoint=settings.base_url,
-                                  api_version=settings.azure_api_version,
-                                  api_key=settings.api_key, timeout=settings.timeout_s,
-                                  max_retries=0)
-    return openai.OpenAI(base_url=settings.base_url, api_key=settings.api_key,
-                         timeout=settings.timeout_s, max_retries=0)
+            raise ConfigError(
+                "Azure OpenAI needs OPENAI_BASE_URL set to the resource endpoint "
+                "(https://<resource>.openai.azure.com)"
+            )
+        return openai.AzureOpenAI(
+            azure_endpoint=settings.base_url,
+            api_version=settings.azure_api_version,
+            api_key=settings.api_key,
+            timeout=settings.timeout_s,
+            max_retries=0,
+        )
+    return openai.OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout_s,
+        max_retries=0,
+    )
 
 
-_ASK_SHORTER = ("\n\nYour previous reply was too long and was cut off before the JSON "
-                "object was complete. Reply with a shorter JSON object: fewer items, short "
-                "values, no repetition.")
+_ASK_SHORTER = (
+    "\n\nYour previous reply was too long and was cut off before the JSON "
+    "object was complete. Reply with a shorter JSON object: fewer items, short "
+    "values, no repetition."
+)
 
 
 class LLMClient:
     """Structured chat calls with retries, a cache and accounting (thread-safe)."""
 
-    def __init__(self, settings: Settings, usage: Usage, client=None,
-                 cache: LLMCache | None = None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        settings: Settings,
+        usage: Usage,
+        client=None,
+        cache: LLMCache | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not settings.chat_model:
-            raise ConfigError("the openai engine needs a chat model: set HLTM_CHAT_MODEL (the "
-                              "deployment name on Azure)")
+            raise ConfigError(
+                "the openai engine needs a chat model: set HLTM_CHAT_MODEL (the "
+                "deployment name on Azure)"
+            )
         self.settings = settings
         self.model = settings.chat_model
         self.usage = usage
@@ -114,18 +139,27 @@ class LLMClient:
         self._sem = _semaphore(settings.concurrency)
 
     # -- the one entry point -----------------------------------------------------------------
-    def structured(self, agent: str, system: str, user: str, model_cls: type[T],
-                   node_id: str | None = None, max_tokens: int = 1024,
-                   validate: Callable[[T], None] | None = None,
-                   schema: dict | None = None) -> T:
+    def structured(
+        self,
+        agent: str,
+        system: str,
+        user: str,
+        model_cls: type[T],
+        node_id: str | None = None,
+        max_tokens: int = 1024,
+        validate: Callable[[T], None] | None = None,
+        schema: dict | None = None,
+    ) -> T:
         """A reply parsed into ``model_cls`` (checked by ``validate`` if given).
 
         ``schema`` is what the server is asked to follow (default: the model's own schema);
         callers pass inline schemas with enums of the ids the reply may cite.
         """
         schema = schema or model_cls.model_json_schema()
-        messages: list[dict[str, str]] = [{"role": "system", "content": system},
-                                          {"role": "user", "content": user}]
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
         key = cache_key(PROMPT_VERSION, self.model, messages, schema)
         cached = self.cache.get(key)
         if cached is not None:
@@ -147,8 +181,11 @@ class LLMClient:
                     validate(parsed)
             except (ValidationError, ValueError) as exc:
                 cut = finish == "length"
-                last_error = (f"the reply was cut off at max_tokens={max_tokens} "
-                              f"({_describe(exc)})" if cut else _describe(exc))
+                last_error = (
+                    f"the reply was cut off at max_tokens={max_tokens} ({_describe(exc)})"
+                    if cut
+                    else _describe(exc)
+                )
                 if attempt == budget:
                     break
                 self.usage.add(retries=1)
@@ -156,34 +193,48 @@ class LLMClient:
                     # Echoing a reply that ran out of tokens would only lengthen the prompt
                     # and leave less room for the next one: ask again, for less (the note is
                     # added to the original request, so repeated cuts do not pile it up).
-                    messages = [{"role": "system", "content": system},
-                                {"role": "user", "content": user + _ASK_SHORTER}]
+                    messages = [
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": user + _ASK_SHORTER},
+                    ]
                 else:
                     messages = messages[:2] + [
                         {"role": "assistant", "content": content[:4000]},
-                        {"role": "user", "content": f"Your reply was not valid: {last_error}\n"
-                         "Reply again with only a JSON object that matches the schema."},
+                        {
+                            "role": "user",
+                            "content": f"Your reply was not valid: {last_error}\n"
+                            "Reply again with only a JSON object that matches the schema.",
+                        },
                     ]
                 continue
             self.cache.put(key, node_id, agent, self.model, parsed.model_dump_json())
             return parsed
-        raise LLMOutputError(f"{agent} for {node_id or 'query'}: no valid JSON from "
-                             f"{self.model} after {budget + 1} attempts (last error: "
-                             f"{last_error})")
+        raise LLMOutputError(
+            f"{agent} for {node_id or 'query'}: no valid JSON from "
+            f"{self.model} after {budget + 1} attempts (last error: "
+            f"{last_error})"
+        )
 
     # -- transport ---------------------------------------------------------------------------
-    def _complete(self, messages: list[dict], schema: dict, name: str,
-                  max_tokens: int) -> tuple[str, str | None]:
+    def _complete(
+        self, messages: list[dict], schema: dict, name: str, max_tokens: int
+    ) -> tuple[str, str | None]:
         """The reply's text and its finish reason (``length`` when cut off)."""
         import openai
 
         attempt = 0
         while True:
-            kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
-                                      "max_tokens": max_tokens, "temperature": 0}
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": messages,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+            }
             if self._format == "json_schema":
-                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": name, "schema": schema, "strict": False}}
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema, "strict": False},
+                }
             elif self._format == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
             try:
@@ -194,8 +245,12 @@ class LLMClient:
                     self._format = "json_object" if self._format == "json_schema" else "none"
                     continue
                 raise
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as exc:
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+            ) as exc:
                 if attempt >= self.settings.max_retries:
                     raise LLMUnavailableError(
                         f"{self.settings.base_url or 'OpenAI'} kept failing after "
@@ -228,8 +283,12 @@ def _describe(exc: Exception) -> str:
     """A validation error without the offending input: error messages end up in Dagster's
     event log, and the input may quote documents (which must be erasable)."""
     if isinstance(exc, ValidationError):
-        return _short("; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
-                                for e in exc.errors(include_input=False, include_url=False)))
+        return _short(
+            "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}"
+                for e in exc.errors(include_input=False, include_url=False)
+            )
+        )
     return _short(str(exc))
 
 
@@ -240,7 +299,7 @@ def _strip_fences(text: str) -> str:
         text = text.split("\n", 1)[1] if "\n" in text else text[3:]
         text = text.rsplit("```", 1)[0]
     start, end = text.find("{"), text.rfind("}")
-    return text[start:end + 1] if start != -1 and end > start else text
+    return text[start : end + 1] if start != -1 and end > start else text
 
 
 def _short(text: str, limit: int = 600) -> str:

@@ -48,8 +48,9 @@ def leaf_pattern_qa(node: NodeInfo, by_key: dict[str, list[Facet]], hints: Hints
             values = {k: f.value for k, f in choice.items()}
             sources = tuple(sorted({s for f in choice.values() for s in f.source_ids}))
             facts = "; ".join(f"{k.replace('_', ' ')}: {values[k]}" for k in slots)
-            out.append(QAPair(fill(pattern, values), f"{node.name} ({node.node_id}): {facts}",
-                              sources))
+            out.append(
+                QAPair(fill(pattern, values), f"{node.name} ({node.node_id}): {facts}", sources)
+            )
             if len(out) >= MAX_PATTERN_QA:
                 return out
     return out
@@ -73,10 +74,16 @@ def parent_pattern_qa(
             keys = asked_keys(pattern, set(by_key) - {"project_count"})
             if keys:
                 facets = sorted(by_key[keys[0]], key=lambda f: (-f.support, fold(f.value)))
-                answer = "; ".join(f"{f.value} ({f.support} of {total} projects)"
-                                   for f in facets[:5])
-                out.append(QAPair(fill(pattern, {}), answer,
-                                  tuple(sorted({s for f in facets for s in f.source_ids}))))
+                answer = "; ".join(
+                    f"{f.value} ({f.support} of {total} projects)" for f in facets[:5]
+                )
+                out.append(
+                    QAPair(
+                        fill(pattern, {}),
+                        answer,
+                        tuple(sorted({s for f in facets for s in f.source_ids})),
+                    )
+                )
             continue
         if any(k not in by_key for k in slots):
             continue
@@ -85,8 +92,9 @@ def parent_pattern_qa(
         listed = join_human(f"{names[c]} ({c})" for c in sorted(common) if c in names)
         support = min(top[k].support for k in slots)
         answer = f"{listed} (up to {support} of {total} projects)" if listed else "none"
-        out.append(QAPair(fill(pattern, {k: top[k].value for k in slots}), answer,
-                          tuple(sorted(common))))
+        out.append(
+            QAPair(fill(pattern, {k: top[k].value for k in slots}), answer, tuple(sorted(common)))
+        )
         if len(out) >= MAX_PATTERN_QA:
             break
     return out

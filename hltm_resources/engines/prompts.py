@@ -80,8 +80,7 @@ Return JSON: {"rationale": "...", "score": <number between 0 and 1>}"""
 
 
 def render_documents(docs: Sequence[Document]) -> str:
-    return "\n\n".join(f"[document {d.doc_id} | {d.kind} | {d.updated_at}]\n{d.text}"
-                       for d in docs)
+    return "\n\n".join(f"[document {d.doc_id} | {d.kind} | {d.updated_at}]\n{d.text}" for d in docs)
 
 
 def render_children(children: Sequence[tuple[NodeInfo, Memory]]) -> str:
@@ -89,8 +88,10 @@ def render_children(children: Sequence[tuple[NodeInfo, Memory]]) -> str:
     for info, memory in children:
         facets = "; ".join(f"{f.key}: {f.value} (support {f.support})" for f in memory.facets)
         qa = " | ".join(f"Q: {q.question} A: {q.answer}" for q in memory.qa[:10])
-        blocks.append(f"[child {info.node_id} | {info.name} | {memory.leaf_count} projects]\n"
-                      f"facets: {facets}\nqa: {qa}\nsummary: {memory.summary.detailed}")
+        blocks.append(
+            f"[child {info.node_id} | {info.name} | {memory.leaf_count} projects]\n"
+            f"facets: {facets}\nqa: {qa}\nsummary: {memory.summary.detailed}"
+        )
     return "\n\n".join(blocks)
 
 
@@ -98,9 +99,11 @@ def render_context(context: RetrievedContext) -> str:
     """The retrieved context as the answer agent reads it (node ids in brackets)."""
     lines = ["## Facets (by node)"]
     for node in context.facets:
-        facets = "; ".join(f"{f.key}: {f.value}"
-                           + (f" ({f.support} of {node.leaf_count})" if node.level != "project"
-                              else "") for f in node.facets)
+        facets = "; ".join(
+            f"{f.key}: {f.value}"
+            + (f" ({f.support} of {node.leaf_count})" if node.level != "project" else "")
+            for f in node.facets
+        )
         lines.append(f"[{node.node_id}] {node.name} ({node.level}): {facets}")
     lines.append("## Answerable questions")
     for item in context.qa:
@@ -112,8 +115,10 @@ def render_context(context: RetrievedContext) -> str:
 
 
 def answer_user(question: str, context: str) -> str:
-    return (f"Here is the query to be answered:\n<query>\n{question}\n</query>\n\n"
-            f"Below is the context for answering the query:\n<context>\n{context}\n</context>")
+    return (
+        f"Here is the query to be answered:\n<query>\n{question}\n</query>\n\n"
+        f"Below is the context for answering the query:\n<context>\n{context}\n</context>"
+    )
 
 
 def dumps(obj: object) -> str:

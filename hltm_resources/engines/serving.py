@@ -47,25 +47,83 @@ _SUMMARY_MARKERS = re.compile(
     re.I,
 )
 _KEY_WORDS: dict[str, tuple[str, ...]] = {
-    "title": ("what roles", "which roles", "kinds of roles", "kind of roles", "types of roles",
-              "title", "titles", "hire for", "hires for", "hiring for", "what positions",
-              "which positions", "job title", "job titles"),
-    "location": ("where", "located", "location", "locations", "city", "cities", "based",
-                 "office", "offices"),
-    "workplace_type": ("remote", "hybrid", "on-site", "onsite", "workplace", "work arrangement",
-                       "in office", "in-office"),
-    "skill": ("skill", "skills", "require", "required", "requires", "requiring", "requirement",
-              "requirements", "technologies", "tech stack", "must have", "must-have"),
-    "rejection_reason": ("reject", "rejected", "rejects", "rejection", "rejections",
-                         "turned down", "declined", "passed on", "why not"),
+    "title": (
+        "what roles",
+        "which roles",
+        "kinds of roles",
+        "kind of roles",
+        "types of roles",
+        "title",
+        "titles",
+        "hire for",
+        "hires for",
+        "hiring for",
+        "what positions",
+        "which positions",
+        "job title",
+        "job titles",
+    ),
+    "location": (
+        "where",
+        "located",
+        "location",
+        "locations",
+        "city",
+        "cities",
+        "based",
+        "office",
+        "offices",
+    ),
+    "workplace_type": (
+        "remote",
+        "hybrid",
+        "on-site",
+        "onsite",
+        "workplace",
+        "work arrangement",
+        "in office",
+        "in-office",
+    ),
+    "skill": (
+        "skill",
+        "skills",
+        "require",
+        "required",
+        "requires",
+        "requiring",
+        "requirement",
+        "requirements",
+        "technologies",
+        "tech stack",
+        "must have",
+        "must-have",
+    ),
+    "rejection_reason": (
+        "reject",
+        "rejected",
+        "rejects",
+        "rejection",
+        "rejections",
+        "turned down",
+        "declined",
+        "passed on",
+        "why not",
+    ),
     "seniority": ("seniority", "senior", "junior", "level", "levels"),
     "department": ("department", "departments", "team", "teams"),
 }
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("title", re.compile(r"\bfor\s+(?:an?\s+)?(.+?)\s+(?:roles?|positions?|jobs?|openings?)\b",
-                         re.I)),
-    ("location", re.compile(r"\b(?:in|located in|based in|at)\s+([A-Z][\w'.-]*(?:(?:,\s*|\s+)"
-                            r"[A-Z][\w'.-]*){0,3})")),
+    (
+        "title",
+        re.compile(r"\bfor\s+(?:an?\s+)?(.+?)\s+(?:roles?|positions?|jobs?|openings?)\b", re.I),
+    ),
+    (
+        "location",
+        re.compile(
+            r"\b(?:in|located in|based in|at)\s+([A-Z][\w'.-]*(?:(?:,\s*|\s+)"
+            r"[A-Z][\w'.-]*){0,3})"
+        ),
+    ),
     ("skill", re.compile(r"\brequir(?:ed|es|e|ing)\s+(.+?)\s*(?:\?|$|\bin\b|\bfor\b)", re.I)),
     ("rejection_reason", re.compile(r"\bbecause(?:\s+of)?\s+(.+?)\s*(?:\?|$)", re.I)),
 )
@@ -76,8 +134,11 @@ def asked_keys(question: str, keys: list[str] | set[str]) -> list[str]:
     """The facet keys among ``keys`` a question asks about by its wording ("where" ->
     location, "rejection reasons" -> rejection_reason, ...)."""
     low = question.lower()
-    out = [k for k, words in _KEY_WORDS.items() if k in keys and any(
-        re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in words)]
+    out = [
+        k
+        for k, words in _KEY_WORDS.items()
+        if k in keys and any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in words)
+    ]
     return out
 
 
@@ -188,7 +249,8 @@ def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
         return []
     if context.facets:
         return [
-            n for n in context.facets
+            n
+            for n in context.facets
             if n.level == "project" and all(n.best[i] >= MATCH_COSINE for i in valued)
         ]
     texts: dict[str, list[str]] = defaultdict(list)
@@ -236,8 +298,11 @@ def _answer_retrieval(context: RetrievedContext) -> Answer:
         )
     what = _constraint_text(parsed)
     if not leaves:
-        return Answer(f"None in scope: no project under {context.scope} matches {what}.", (),
-                      "No leaf in the retrieved facets matches every constraint.")
+        return Answer(
+            f"None in scope: no project under {context.scope} matches {what}.",
+            (),
+            "No leaf in the retrieved facets matches every constraint.",
+        )
     listed = join_human(f"{n.name} ({n.node_id})" for n in leaves)
     noun = "project matches" if len(leaves) == 1 else "projects match"
     return Answer(
@@ -258,8 +323,10 @@ def _answer_summary(context: RetrievedContext) -> Answer:
     for key in targets:
         node = _best_aggregate(context, key)
         if node is not None:
-            facets = sorted((f for f in node.facets if f.key == key),
-                            key=lambda f: (-(f.support or 0), fold(f.value or "")))
+            facets = sorted(
+                (f for f in node.facets if f.key == key),
+                key=lambda f: (-(f.support or 0), fold(f.value or "")),
+            )
             shown = "; ".join(f"{f.value} ({f.support} of {node.leaf_count})" for f in facets[:5])
             label = key_label(key)
             return Answer(
@@ -270,13 +337,19 @@ def _answer_summary(context: RetrievedContext) -> Answer:
             )
     if context.qa and context.qa[0].score >= 0.6:
         item = context.qa[0]
-        return Answer(item.answer or "", (item.node_id,),
-                      f"Closest answerable question: {item.text!r} (cosine {item.score:.2f}).")
+        return Answer(
+            item.answer or "",
+            (item.node_id,),
+            f"Closest answerable question: {item.text!r} (cosine {item.score:.2f}).",
+        )
     if context.summaries:
         item = sorted(context.summaries, key=lambda s: (LEVEL_RANK[s.level], -s.score))[0]
         return Answer(item.text, (item.node_id,), "Summary of the broadest node in the context.")
-    return Answer(f"Nothing in memory under {context.scope} answers this.", (),
-                  "The retrieved context is empty.")
+    return Answer(
+        f"Nothing in memory under {context.scope} answers this.",
+        (),
+        "The retrieved context is empty.",
+    )
 
 
 def _best_aggregate(context: RetrievedContext, key: str) -> NodeContext | None:
@@ -287,8 +360,12 @@ def _best_aggregate(context: RetrievedContext, key: str) -> NodeContext | None:
     return sorted(nodes, key=lambda n: (LEVEL_RANK[n.level], -n.leaf_count, -n.score))[0]
 
 
-def _distribution_over(context: RetrievedContext, leaves: list[NodeContext], targets: list[str],
-                       filters: list[MicroQuery]) -> Answer:
+def _distribution_over(
+    context: RetrievedContext,
+    leaves: list[NodeContext],
+    targets: list[str],
+    filters: list[MicroQuery],
+) -> Answer:
     key = targets[0]
     counts: Counter[str] = Counter()
     for leaf in leaves:
@@ -296,11 +373,15 @@ def _distribution_over(context: RetrievedContext, leaves: list[NodeContext], tar
             counts[value] += 1
     what = join_human(f"{humanize_key(m.key)} {m.value}" for m in filters)
     if not counts:
-        return Answer(f"The {len(leaves)} projects matching {what} do not state a "
-                      f"{humanize_key(key)}.", tuple(n.node_id for n in leaves),
-                      "Matching leaves have no facet for the asked key.")
+        return Answer(
+            f"The {len(leaves)} projects matching {what} do not state a {humanize_key(key)}.",
+            tuple(n.node_id for n in leaves),
+            "Matching leaves have no facet for the asked key.",
+        )
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
     shown = "; ".join(f"{v} ({c} of {len(leaves)})" for v, c in ranked[:5])
-    return Answer(f"For projects matching {what}, the most common {key_label(key)}: {shown}.",
-                  tuple(n.node_id for n in leaves),
-                  f"Counted {humanize_key(key)} over the {len(leaves)} leaves matching {what}.")
+    return Answer(
+        f"For projects matching {what}, the most common {key_label(key)}: {shown}.",
+        tuple(n.node_id for n in leaves),
+        f"Counted {humanize_key(key)} over the {len(leaves)} leaves matching {what}.",
+    )

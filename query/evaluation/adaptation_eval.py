@@ -28,8 +28,10 @@ def split_by_scope(queries: list[dict], seed: int) -> tuple[list[dict], list[dic
     scopes = sorted({q["scope"] for q in queries})
     random.Random(seed).shuffle(scopes)
     train = set(scopes[: len(scopes) // 2])
-    return ([q for q in queries if q["scope"] in train],
-            [q for q in queries if q["scope"] not in train])
+    return (
+        [q for q in queries if q["scope"] in train],
+        [q for q in queries if q["scope"] not in train],
+    )
 
 
 def qa_view_recall(memory: Memory, queries: list[dict], k_qa: int = 8) -> dict[str, list[float]]:
@@ -44,8 +46,9 @@ def qa_view_recall(memory: Memory, queries: list[dict], k_qa: int = 8) -> dict[s
     return out
 
 
-def eval_adaptation(settings: Settings, seed: int = 11,
-                    params: adaptation.MiningParams | None = None) -> dict:
+def eval_adaptation(
+    settings: Settings, seed: int = 11, params: adaptation.MiningParams | None = None
+) -> dict:
     """Scores with and without adaptation on the held-out half, and what was mined."""
     params = params or adaptation.MiningParams(min_queries=3, min_scopes=2)
     queries = load_queries(settings.home / "queries.jsonl")
@@ -71,7 +74,8 @@ def eval_adaptation(settings: Settings, seed: int = 11,
         with db.connect(adapted.duckdb_path, read_only=True) as con:
             logged_test = con.execute(
                 "SELECT count(*) FROM query_log WHERE query_id IN (SELECT unnest(?))",
-                [[q["query_id"] for q in test]]).fetchone()[0]
+                [[q["query_id"] for q in test]],
+            ).fetchone()[0]
         results = {}
         recalls = {}
         for name, home in (("without_adaptation", base), ("with_adaptation", adapted)):
@@ -86,14 +90,20 @@ def eval_adaptation(settings: Settings, seed: int = 11,
         norm = template.lower()
         before = metrics.mean_sem(recalls["without_adaptation"][template])[0]
         after = metrics.mean_sem(recalls["with_adaptation"][template])[0]
-        by_template[template] = {"recurs_in_training": norm in recurring,
-                                 "qa_view_recall_without": round(before, 4),
-                                 "qa_view_recall_with": round(after, 4)}
+        by_template[template] = {
+            "recurs_in_training": norm in recurring,
+            "qa_view_recall_without": round(before, 4),
+            "qa_view_recall_with": round(after, 4),
+        }
     return {
-        "train_queries": len(train), "test_queries": len(test),
+        "train_queries": len(train),
+        "test_queries": len(test),
         "test_questions_in_query_log": logged_test,
-        "hints": {"version": proposal.version, "patterns": proposal.patterns,
-                  "facets": proposal.facets},
+        "hints": {
+            "version": proposal.version,
+            "patterns": proposal.patterns,
+            "facets": proposal.facets,
+        },
         "rebuilt": plan.counts(),
         "scores": results,
         "qa_view_recall_by_template": by_template,
@@ -101,22 +111,33 @@ def eval_adaptation(settings: Settings, seed: int = 11,
 
 
 def markdown(result: dict) -> str:
-    lines = ["| memory | system | retrieval F1 | precision | recall | correctness | token-F1 |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| memory | system | retrieval F1 | precision | recall | correctness | token-F1 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, scores in result["scores"].items():
         for system, row in scores.items():
-            lines.append(f"| {name.replace('_', ' ')} | {system} | "
-                         f"{row['retrieval_f1']:.3f} ± {row['retrieval_f1_sem']:.3f} | "
-                         f"{row['retrieval_precision']:.3f} | {row['retrieval_recall']:.3f} | "
-                         f"{row['summary_correctness']:.3f} | {row['summary_token_f1']:.3f} |")
-    lines += ["", "| template (held-out questions) | recurs in training | QA-view recall@8 "
-              "without | with |", "| --- | --- | --- | --- |"]
+            lines.append(
+                f"| {name.replace('_', ' ')} | {system} | "
+                f"{row['retrieval_f1']:.3f} ± {row['retrieval_f1_sem']:.3f} | "
+                f"{row['retrieval_precision']:.3f} | {row['retrieval_recall']:.3f} | "
+                f"{row['summary_correctness']:.3f} | {row['summary_token_f1']:.3f} |"
+            )
+    lines += [
+        "",
+        "| template (held-out questions) | recurs in training | QA-view recall@8 without | with |",
+        "| --- | --- | --- | --- |",
+    ]
     for template, row in result["qa_view_recall_by_template"].items():
-        lines.append(f"| {template} | {'yes' if row['recurs_in_training'] else 'no'} | "
-                     f"{row['qa_view_recall_without']:.3f} | {row['qa_view_recall_with']:.3f} |")
-    lines.append(f"\nTrain {result['train_queries']} / test {result['test_queries']} queries "
-                 f"(split by scope); test questions in the query log: "
-                 f"{result['test_questions_in_query_log']}; hints v{result['hints']['version']}:"
-                 f" {len(result['hints']['patterns'])} patterns, "
-                 f"{len(result['hints']['facets'])} facet names.")
+        lines.append(
+            f"| {template} | {'yes' if row['recurs_in_training'] else 'no'} | "
+            f"{row['qa_view_recall_without']:.3f} | {row['qa_view_recall_with']:.3f} |"
+        )
+    lines.append(
+        f"\nTrain {result['train_queries']} / test {result['test_queries']} queries "
+        f"(split by scope); test questions in the query log: "
+        f"{result['test_questions_in_query_log']}; hints v{result['hints']['version']}:"
+        f" {len(result['hints']['patterns'])} patterns, "
+        f"{len(result['hints']['facets'])} facet names."
+    )
     return "\n".join(lines)

@@ -98,16 +98,21 @@ class ChunkIndex:
         self.by_id = {c.chunk_id: c for c in self.chunks}
         self.store = VectorStore(settings.home / "eval" / "lancedb", None, None)
         name = f"chunks_{embedder.model_id.replace('-', '_').replace('.', '_')}"
-        if rebuild or name not in self.store.db.table_names() or \
-                self.store.db.open_table(name).count_rows() != len(self.chunks):
+        if (
+            rebuild
+            or name not in self.store.db.table_names()
+            or self.store.db.open_table(name).count_rows() != len(self.chunks)
+        ):
             vecs = embedder.embed([c.text for c in self.chunks])
-            table = pa.table({
-                "chunk_id": [c.chunk_id for c in self.chunks],
-                "path": [c.path for c in self.chunks],
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.ascontiguousarray(vecs).reshape(-1), pa.float32()),
-                    embedder.dim),
-            })
+            table = pa.table(
+                {
+                    "chunk_id": [c.chunk_id for c in self.chunks],
+                    "path": [c.path for c in self.chunks],
+                    "vector": pa.FixedSizeListArray.from_arrays(
+                        pa.array(np.ascontiguousarray(vecs).reshape(-1), pa.float32()), embedder.dim
+                    ),
+                }
+            )
             self.table = self.store.db.create_table(name, data=table, mode="overwrite")
         else:
             self.table = self.store.db.open_table(name)
@@ -116,8 +121,10 @@ class ChunkIndex:
         vec = self.embedder.embed([question])[0]
         query = self.table.search(vec, vector_column_name="vector").distance_type("cosine")
         if path is not None:
-            query = query.where(f"(path = {sql_quote(path)} OR starts_with(path, "
-                                f"{sql_quote(path + '/')}))", prefilter=True)
+            query = query.where(
+                f"(path = {sql_quote(path)} OR starts_with(path, {sql_quote(path + '/')}))",
+                prefilter=True,
+            )
         hits = query.select(["chunk_id", "_distance"]).limit(k).to_arrow()
         return [self.by_id[c] for c in hits.column("chunk_id").to_pylist()]
 
@@ -148,16 +155,21 @@ def read_extractively(question: str, chunks: Sequence[Chunk]) -> Answer:
     for fs in facets.values():
         for f in fs:
             vocab[f.key][f.value] += 1
-    parsed = parse_question(question, ScopeVocabulary(
-        {k: [v for v, _ in c.most_common()] for k, c in vocab.items()}))
+    parsed = parse_question(
+        question, ScopeVocabulary({k: [v for v, _ in c.most_common()] for k, c in vocab.items()})
+    )
     if parsed.unmatched:
-        return Answer("None in scope: nothing in the context matches "
-                      + "; ".join(parsed.unmatched) + ".", (), "unmatched constraint")
+        return Answer(
+            "None in scope: nothing in the context matches " + "; ".join(parsed.unmatched) + ".",
+            (),
+            "unmatched constraint",
+        )
     valued = [(m.key, fold(m.value)) for m in parsed.micro if m.value]
     if parsed.kind == "retrieval":
         if not valued:
-            return Answer("I could not tell which projects the question asks for.", (),
-                          "no constraint found")
+            return Answer(
+                "I could not tell which projects the question asks for.", (), "no constraint found"
+            )
         cited: list[str] = []
         for c in chunks:
             have = {(f.key, fold(f.value)) for f in facets[c.chunk_id]}
@@ -165,8 +177,11 @@ def read_extractively(question: str, chunks: Sequence[Chunk]) -> Answer:
                 cited.append(c.node_id)
         if not cited:
             return Answer("None of the projects in the context matches.", (), "no match")
-        return Answer(f"{len(cited)} projects match: {join_human(cited)}.", tuple(cited),
-                      "chunks stating every constrained value")
+        return Answer(
+            f"{len(cited)} projects match: {join_human(cited)}.",
+            tuple(cited),
+            "chunks stating every constrained value",
+        )
     targets = list(parsed.target_keys) or [m.key for m in parsed.micro if not m.value]
     for key in targets:
         per_project: dict[str, set[str]] = defaultdict(set)
@@ -178,9 +193,12 @@ def read_extractively(question: str, chunks: Sequence[Chunk]) -> Answer:
             projects = {c.node_id for c in chunks}
             ranked = sorted(per_project.items(), key=lambda kv: (-len(kv[1]), fold(kv[0])))[:5]
             shown = "; ".join(f"{v} ({len(p)} of {len(projects)})" for v, p in ranked)
-            return Answer(f"Most common {key_label(key)} in the context "
-                          f"({plural_s(len(projects), 'project')}): {shown}.",
-                          tuple(sorted(ranked[0][1])), "counted per project over the context")
+            return Answer(
+                f"Most common {key_label(key)} in the context "
+                f"({plural_s(len(projects), 'project')}): {shown}.",
+                tuple(sorted(ranked[0][1])),
+                "counted per project over the context",
+            )
     if chunks:
         return Answer(chunks[0].text[:300], (chunks[0].node_id,), "first context chunk")
     return Answer("Nothing in the context answers this.", (), "empty context")

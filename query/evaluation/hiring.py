@@ -35,8 +35,17 @@ HLTM_SYSTEMS = {
     "hltm_facet_top2": {"facet_top_k": 2},
 }
 BASELINES = ("flat_rag", "flat_rag_unscoped", "full_context", "schema_filter")
-DEFAULT_SYSTEMS = ("hltm", "flat_rag", "flat_rag_unscoped", "full_context", "schema_filter",
-                   "hltm_no_aggregation", "hltm_facet_only", "hltm_qa_only", "hltm_summary_only")
+DEFAULT_SYSTEMS = (
+    "hltm",
+    "flat_rag",
+    "flat_rag_unscoped",
+    "full_context",
+    "schema_filter",
+    "hltm_no_aggregation",
+    "hltm_facet_only",
+    "hltm_qa_only",
+    "hltm_summary_only",
+)
 FLAT_RAG_K = 10
 
 
@@ -59,8 +68,9 @@ class SystemResult:
 
 
 def load_queries(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def subtree_nodes(settings) -> dict[str, set[str]]:
@@ -84,8 +94,12 @@ def subtree_nodes(settings) -> dict[str, set[str]]:
 class HiringHarness:
     """Runs every system over the same queries and home."""
 
-    def __init__(self, memory: Memory, systems: Sequence[str] = DEFAULT_SYSTEMS,
-                 judge: Callable[[str, str, str], float] | None = None):
+    def __init__(
+        self,
+        memory: Memory,
+        systems: Sequence[str] = DEFAULT_SYSTEMS,
+        judge: Callable[[str, str, str], float] | None = None,
+    ):
         self.memory = memory
         self.settings = memory.settings
         self.systems = list(systems)
@@ -112,19 +126,30 @@ class HiringHarness:
             before = self.memory.agents.usage.snapshot()
             answer = answer_raw(question, context, [c.node_id for c in chunks])
             after = self.memory.agents.usage.snapshot()
-            tokens = (after["prompt_tokens"] - before["prompt_tokens"]
-                      + after["completion_tokens"] - before["completion_tokens"])
+            tokens = (
+                after["prompt_tokens"]
+                - before["prompt_tokens"]
+                + after["completion_tokens"]
+                - before["completion_tokens"]
+            )
             return answer, after["llm_calls"] - before["llm_calls"], tokens
         return read_extractively(question, chunks), 0, 0
 
     def run_query(self, system: str, q: dict) -> Outcome:
         t0 = time.perf_counter()
         if system in HLTM_SYSTEMS:
-            r = self.memory.ask(q["question"], scope=q["scope"], query_id=q["query_id"],
-                                **HLTM_SYSTEMS[system])
+            r = self.memory.ask(
+                q["question"], scope=q["scope"], query_id=q["query_id"], **HLTM_SYSTEMS[system]
+            )
             tokens = count_tokens(render_context(r.retrieved)) if r.retrieved else 0
-            return Outcome(r.answer, r.references, r.timings["total_ms"], tokens, r.llm_calls,
-                           r.tokens.get("prompt", 0) + r.tokens.get("completion", 0))
+            return Outcome(
+                r.answer,
+                r.references,
+                r.timings["total_ms"],
+                tokens,
+                r.llm_calls,
+                r.tokens.get("prompt", 0) + r.tokens.get("completion", 0),
+            )
         if system in ("flat_rag", "flat_rag_unscoped"):
             path = None if system == "flat_rag_unscoped" else self._path(q["scope"])
             context = self.chunks.search(q["question"], FLAT_RAG_K, path)
@@ -136,8 +161,14 @@ class HiringHarness:
             raise ValueError(f"unknown system {system!r}")
         answer, calls, tokens = self._read(q["question"], context)
         refs = list(dict.fromkeys(answer.references))
-        return Outcome(answer.answer, refs, (time.perf_counter() - t0) * 1000,
-                       count_tokens(render_chunks(context)), calls, tokens)
+        return Outcome(
+            answer.answer,
+            refs,
+            (time.perf_counter() - t0) * 1000,
+            count_tokens(render_chunks(context)),
+            calls,
+            tokens,
+        )
 
     def _schema_filter(self, q: dict) -> list[Chunk]:
         """Documents (whole) whose ingest-time facet rows satisfy every parsed filter."""
@@ -151,27 +182,43 @@ class HiringHarness:
             for c in self.chunks.chunks:
                 doc_id = c.chunk_id.split("#")[0]
                 prev = docs.get(doc_id)
-                docs[doc_id] = Chunk(doc_id, c.project_id, c.path, c.kind, c.updated_at,
-                                     (prev.text + " " if prev else "") + c.text)
-            self._schema = {d: (doc, {(f.key, fold(f.value), f.value)
-                                      for f in document_facets(doc.as_document())})
-                            for d, doc in docs.items()}
+                docs[doc_id] = Chunk(
+                    doc_id,
+                    c.project_id,
+                    c.path,
+                    c.kind,
+                    c.updated_at,
+                    (prev.text + " " if prev else "") + c.text,
+                )
+            self._schema = {
+                d: (
+                    doc,
+                    {(f.key, fold(f.value), f.value) for f in document_facets(doc.as_document())},
+                )
+                for d, doc in docs.items()
+            }
         path = self._path(q["scope"])
-        rows = [(doc, facets) for doc, facets in self._schema.values()
-                if doc.path == path or doc.path.startswith(path + "/")]
+        rows = [
+            (doc, facets)
+            for doc, facets in self._schema.values()
+            if doc.path == path or doc.path.startswith(path + "/")
+        ]
         vocab: dict[str, list[str]] = {}
         for _, facets in rows:
             for key, _, value in facets:
                 vocab.setdefault(key, []).append(value)
-        parsed = parse_question(q["question"], ScopeVocabulary(
-            {k: sorted(set(v)) for k, v in vocab.items()}))
+        parsed = parse_question(
+            q["question"], ScopeVocabulary({k: sorted(set(v)) for k, v in vocab.items()})
+        )
         filters = [(m.key, fold(m.value)) for m in parsed.micro if m.value]
-        return [doc for doc, facets in rows
-                if all(f in {(k, v) for k, v, _ in facets} for f in filters)]
+        return [
+            doc for doc, facets in rows if all(f in {(k, v) for k, v, _ in facets} for f in filters)
+        ]
 
     # -- scoring ---------------------------------------------------------------------------
-    def run(self, queries: Sequence[dict], progress: Callable[[int], None] | None = None
-            ) -> dict[str, SystemResult]:
+    def run(
+        self, queries: Sequence[dict], progress: Callable[[int], None] | None = None
+    ) -> dict[str, SystemResult]:
         results = {s: SystemResult(s) for s in self.systems}
         for q in queries:
             for system in self.systems:
@@ -202,8 +249,9 @@ class HiringHarness:
                     if self.judge is not None:
                         correct.append(self.judge(q["question"], o.answer, q["gold_answer"]))
                     else:
-                        correct.append(metrics.entity_recall(o.answer,
-                                                             q.get("gold_entities") or []))
+                        correct.append(
+                            metrics.entity_recall(o.answer, q.get("gold_entities") or [])
+                        )
                 else:
                     leaves = [r for r in o.references if r.startswith("project:")]
                     p, r, f = metrics.prf(leaves, q["gold_references"])
@@ -211,9 +259,14 @@ class HiringHarness:
                     rec.append(r)
                     rf1.append(f)
             row: dict[str, float] = {}
-            for name, values in (("summary_token_f1", f1s), ("summary_bleu1", bleus),
-                                 ("summary_correctness", correct), ("retrieval_precision", prec),
-                                 ("retrieval_recall", rec), ("retrieval_f1", rf1)):
+            for name, values in (
+                ("summary_token_f1", f1s),
+                ("summary_bleu1", bleus),
+                ("summary_correctness", correct),
+                ("retrieval_precision", prec),
+                ("retrieval_recall", rec),
+                ("retrieval_f1", rf1),
+            ):
                 mean, sem = metrics.mean_sem(values)
                 row[name] = round(mean, 4)
                 row[f"{name}_sem"] = round(sem, 4)
@@ -235,18 +288,30 @@ def correctness_label(judged: bool) -> str:
 
 def markdown_table(scores: dict[str, dict], judged: bool = False) -> str:
     """The results table (mean ± SEM where the paper reports it)."""
-    cols = [("summary_correctness", f"correctness ({correctness_label(judged)})"),
-            ("summary_token_f1", "token-F1"), ("summary_bleu1", "BLEU-1"),
-            ("retrieval_precision", "precision"), ("retrieval_recall", "recall"),
-            ("retrieval_f1", "retrieval F1")]
-    head = "| system | " + " | ".join(c[1] for c in cols) + \
-        " | leak (query) | leak (entity) | p50 ms | p95 ms | context tokens | LLM calls |"
+    cols = [
+        ("summary_correctness", f"correctness ({correctness_label(judged)})"),
+        ("summary_token_f1", "token-F1"),
+        ("summary_bleu1", "BLEU-1"),
+        ("retrieval_precision", "precision"),
+        ("retrieval_recall", "recall"),
+        ("retrieval_f1", "retrieval F1"),
+    ]
+    head = (
+        "| system | "
+        + " | ".join(c[1] for c in cols)
+        + " | leak (query) | leak (entity) | p50 ms | p95 ms | context tokens | LLM calls |"
+    )
     lines = [head, "|" + " --- |" * (len(cols) + 7)]
     for system, row in scores.items():
         cells = [f"{row[c]:.3f} ± {row[c + '_sem']:.3f}" for c, _ in cols]
-        cells += [f"{row['leak_query_ratio']:.1%}", f"{row['leak_entity_ratio']:.1%}",
-                  f"{row['latency_p50_ms']:.1f}", f"{row['latency_p95_ms']:.1f}",
-                  f"{row['context_tokens_mean']:.0f}", f"{row['llm_calls_per_query']:.2f}"]
+        cells += [
+            f"{row['leak_query_ratio']:.1%}",
+            f"{row['leak_entity_ratio']:.1%}",
+            f"{row['latency_p50_ms']:.1f}",
+            f"{row['latency_p95_ms']:.1f}",
+            f"{row['context_tokens_mean']:.0f}",
+            f"{row['llm_calls_per_query']:.2f}",
+        ]
         lines.append(f"| {system} | " + " | ".join(cells) + " |")
     lines.append(f"\nTokens counted with {encoding_name()}.")
     return "\n".join(lines)

@@ -90,8 +90,9 @@ def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
 
 
-def normalize_dia_ids(evidence: Iterable[str], known: set[str] | None = None
-                      ) -> tuple[list[str], int]:
+def normalize_dia_ids(
+    evidence: Iterable[str], known: set[str] | None = None
+) -> tuple[list[str], int]:
     """LoCoMo evidence ids normalized (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``).
 
     Returns the valid ids (in order, deduplicated) and how many pieces were malformed or

@@ -71,8 +71,13 @@ FLAT_RAG_READ_K = 10
 #: Chunks fetched to rank turns (LoCoMo turns are one chunk each) or sessions (LongMemEval turns
 #: are long; enough chunks to rank more than max(KS) sessions).
 FLAT_RAG_SEARCH_K = {"locomo": 60, "longmemeval": 600}
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
-                     5: "adversarial"}
+LOCOMO_CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 LOCOMO_ANCHOR = {5: 0.588, 10: 0.675, 25: 0.799}
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -118,14 +123,23 @@ class PublicData:
     def position(self, doc_id: str) -> int:
         """A turn's index in its session."""
         if not self._position:
-            self._position = {d: i for turns in self.project_turns.values()
-                              for i, d in enumerate(turns)}
+            self._position = {
+                d: i for turns in self.project_turns.values() for i, d in enumerate(turns)
+            }
         return self._position[doc_id]
 
-    def add_document(self, doc_id: str, project_id: str, text: str, updated_at: str,
-                     unit: str | None = None) -> None:
-        self.documents.append({"doc_id": doc_id, "project_id": project_id, "kind": "turn",
-                               "text": text, "updated_at": updated_at})
+    def add_document(
+        self, doc_id: str, project_id: str, text: str, updated_at: str, unit: str | None = None
+    ) -> None:
+        self.documents.append(
+            {
+                "doc_id": doc_id,
+                "project_id": project_id,
+                "kind": "turn",
+                "text": text,
+                "updated_at": updated_at,
+            }
+        )
         self.project_turns.setdefault(project_id, []).append(doc_id)
         self.doc_project[doc_id] = project_id
         self.doc_text[doc_id] = text
@@ -152,21 +166,26 @@ def safe_id(value: object, used: set[str] | None = None, doc: bool = False) -> s
 def _read_json_list(path: Path, benchmark: str, fields: Sequence[str]) -> list[dict]:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{benchmark} data file {path} does not exist: pass the dataset "
-                                "file with --data (see ../shared/data/README.md)")
+        raise FileNotFoundError(
+            f"{benchmark} data file {path} does not exist: pass the dataset "
+            "file with --data (see ../shared/data/README.md)"
+        )
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not a JSON file ({exc}): pass the {benchmark} dataset") \
-            from exc
+        raise ValueError(
+            f"{path} is not a JSON file ({exc}): pass the {benchmark} dataset"
+        ) from exc
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError(f"{path} is not in the {benchmark} layout: expected a JSON list of "
-                         "records")
+        raise ValueError(
+            f"{path} is not in the {benchmark} layout: expected a JSON list of records"
+        )
     for i, r in enumerate(records):
         missing = [f for f in fields if f not in r]
         if missing:
-            raise ValueError(f"{path} is not in the {benchmark} layout: record {i} has no "
-                             + ", ".join(missing))
+            raise ValueError(
+                f"{path} is not in the {benchmark} layout: record {i} has no " + ", ".join(missing)
+            )
     return records
 
 
@@ -183,22 +202,33 @@ def load_locomo(path: Path, limit: int | None = None) -> PublicData:
     for rec in records:
         conv = rec["conversation"]
         if not isinstance(conv, dict) or not isinstance(rec["qa"], list):
-            raise ValueError(f"{path} is not in the locomo layout: {rec['sample_id']!r} needs a "
-                             "conversation object and a qa list")
+            raise ValueError(
+                f"{path} is not in the locomo layout: {rec['sample_id']!r} needs a "
+                "conversation object and a qa list"
+            )
         seat = safe_id(rec["sample_id"], seats)
         speakers = " & ".join(str(conv[k]) for k in ("speaker_a", "speaker_b") if k in conv)
-        data.seats.append({"seat_id": seat, "account_id": "locomo",
-                           "name": f"{speakers} ({rec['sample_id']})" if speakers else seat})
+        data.seats.append(
+            {
+                "seat_id": seat,
+                "account_id": "locomo",
+                "name": f"{speakers} ({rec['sample_id']})" if speakers else seat,
+            }
+        )
         known: set[str] = set()
         # Only session_N keys hold turns: some conversations have date keys with no session.
-        sessions = sorted((int(m.group(1)), k) for k in conv
-                          if (m := _SESSION_KEY.fullmatch(k)) and isinstance(conv[k], list))
+        sessions = sorted(
+            (int(m.group(1)), k)
+            for k in conv
+            if (m := _SESSION_KEY.fullmatch(k)) and isinstance(conv[k], list)
+        )
         for n, key in sessions:
             date = str(conv.get(f"{key}_date_time") or "")
             project = safe_id(f"{seat}-s{n}", projects)
             name = f"session {n} ({date})" if date else f"session {n}"
-            data.projects.append({"project_id": project, "seat_id": seat, "name": name,
-                                  "updated_at": date})
+            data.projects.append(
+                {"project_id": project, "seat_id": seat, "name": name, "updated_at": date}
+            )
             data.project_turns[project] = []
             for turn in conv[key]:
                 dia = str(turn.get("dia_id", ""))
@@ -212,8 +242,10 @@ def load_locomo(path: Path, limit: int | None = None) -> PublicData:
                 data.add_document(doc, project, text, date, unit)
         for i, qa in enumerate(rec["qa"]):
             if not isinstance(qa, dict) or "question" not in qa:
-                raise ValueError(f"{path} is not in the locomo layout: qa item {i} of "
-                                 f"{rec['sample_id']!r} has no question")
+                raise ValueError(
+                    f"{path} is not in the locomo layout: qa item {i} of "
+                    f"{rec['sample_id']!r} has no question"
+                )
             category = int(qa.get("category", 0))
             gold, bad = metrics.normalize_dia_ids(qa.get("evidence") or [], known=known)
             skip = None
@@ -226,9 +258,17 @@ def load_locomo(path: Path, limit: int | None = None) -> PublicData:
                 if not gold:
                     skip = "no_evidence"
             answer = qa.get("answer")
-            data.questions.append(PublicQuestion(
-                f"{seat}:{i}", f"seat:{seat}", str(qa["question"]),
-                None if answer is None else str(answer), str(category), tuple(gold), skip=skip))
+            data.questions.append(
+                PublicQuestion(
+                    f"{seat}:{i}",
+                    f"seat:{seat}",
+                    str(qa["question"]),
+                    None if answer is None else str(answer),
+                    str(category),
+                    tuple(gold),
+                    skip=skip,
+                )
+            )
     return data
 
 
@@ -248,8 +288,16 @@ def stratified(records: Sequence[dict], limit: int | None, key: str) -> list[dic
 def load_longmemeval(path: Path, limit: int | None = None) -> PublicData:
     """LongMemEval_S questions (``limit`` of them, see :func:`stratified`), one seat per
     question's haystack."""
-    fields = ("question_id", "question_type", "question", "answer", "answer_session_ids",
-              "haystack_session_ids", "haystack_dates", "haystack_sessions")
+    fields = (
+        "question_id",
+        "question_type",
+        "question",
+        "answer",
+        "answer_session_ids",
+        "haystack_session_ids",
+        "haystack_dates",
+        "haystack_sessions",
+    )
     # The file is sorted by question type: the first N questions would all be one type.
     records = stratified(_read_json_list(path, "longmemeval", fields), limit, "question_type")
     data = PublicData("longmemeval")
@@ -259,34 +307,56 @@ def load_longmemeval(path: Path, limit: int | None = None) -> PublicData:
     for rec in records:
         qid = str(rec["question_id"])
         seat = safe_id(qid, seats)
-        data.seats.append({"seat_id": seat, "account_id": "longmemeval",
-                           "name": f"haystack of question {qid}"})
-        ids, dates, sessions = (rec["haystack_session_ids"], rec["haystack_dates"],
-                                rec["haystack_sessions"])
+        data.seats.append(
+            {"seat_id": seat, "account_id": "longmemeval", "name": f"haystack of question {qid}"}
+        )
+        ids, dates, sessions = (
+            rec["haystack_session_ids"],
+            rec["haystack_dates"],
+            rec["haystack_sessions"],
+        )
         if not len(ids) == len(dates) == len(sessions):
-            raise ValueError(f"{path} is not in the longmemeval layout: question {qid} has "
-                             f"{len(ids)} session ids, {len(dates)} dates, {len(sessions)} "
-                             "sessions")
+            raise ValueError(
+                f"{path} is not in the longmemeval layout: question {qid} has "
+                f"{len(ids)} session ids, {len(dates)} dates, {len(sessions)} "
+                "sessions"
+            )
         gold_turns: list[str] = []
         for sid, date, turns in zip(ids, dates, sessions, strict=True):
             # A haystack may list the same session id twice: the project id is made unique.
             project = safe_id(f"{qid}-{sid}", projects)
-            data.projects.append({"project_id": project, "seat_id": seat,
-                                  "name": f"{sid} ({date})", "updated_at": str(date)})
+            data.projects.append(
+                {
+                    "project_id": project,
+                    "seat_id": seat,
+                    "name": f"{sid} ({date})",
+                    "updated_at": str(date),
+                }
+            )
             data.project_session[project] = str(sid)
             data.project_turns[project] = []
             for i, turn in enumerate(turns):
                 doc = f"{project}:{i}"
-                data.add_document(doc, project, f"{turn.get('role', '')}: "
-                                  f"{turn.get('content', '')}", str(date))
+                data.add_document(
+                    doc, project, f"{turn.get('role', '')}: {turn.get('content', '')}", str(date)
+                )
                 if turn.get("has_answer"):
                     gold_turns.append(doc)
         gold = tuple(str(s) for s in rec["answer_session_ids"] or ())
         skip = "abstention" if qid.endswith("_abs") else (None if gold else "no_evidence")
         answer = rec.get("answer")
-        data.questions.append(PublicQuestion(
-            qid, f"seat:{seat}", str(rec["question"]), None if answer is None else str(answer),
-            str(rec["question_type"]), gold, tuple(gold_turns), skip))
+        data.questions.append(
+            PublicQuestion(
+                qid,
+                f"seat:{seat}",
+                str(rec["question"]),
+                None if answer is None else str(answer),
+                str(rec["question_type"]),
+                gold,
+                tuple(gold_turns),
+                skip,
+            )
+        )
     return data
 
 
@@ -313,8 +383,9 @@ def write_public_snapshot(data: PublicData, directory: Path) -> Path:
 # -- ranking ----------------------------------------------------------------------------------
 
 
-def hltm_ranked_docs(context: RetrievedContext, data: PublicData,
-                     parents: str = PARENT_ITEMS) -> list[str]:
+def hltm_ranked_docs(
+    context: RetrievedContext, data: PublicData, parents: str = PARENT_ITEMS
+) -> list[str]:
     """Provenance turn ids of the retrieved items, by descending item score, deduplicated."""
     items: list[ContextItem] = [f for node in context.facets for f in node.facets]
     items += list(context.qa) + list(context.summaries)
@@ -351,8 +422,13 @@ def _marker(data_path: Path, limit: int | None) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def prepare(settings: Settings, benchmark: str, data_path: Path, limit: int | None = None,
-            bar: tqdm | None = None) -> tuple[Settings, PublicData, bool]:
+def prepare(
+    settings: Settings,
+    benchmark: str,
+    data_path: Path,
+    limit: int | None = None,
+    bar: tqdm | None = None,
+) -> tuple[Settings, PublicData, bool]:
     """Load the dataset, build its memory in a sub-home unless already built; (settings,
     data, built now)."""
     from query.evaluation.run import build_memory
@@ -383,8 +459,7 @@ class Outcome:
     latency_ms: float
 
 
-def _tokens_at(ranked: Sequence[str], k: int, tokens: dict[str, int],
-               data: PublicData) -> int:
+def _tokens_at(ranked: Sequence[str], k: int, tokens: dict[str, int], data: PublicData) -> int:
     total = 0
     for d in ranked[:k]:
         if d not in tokens:
@@ -393,8 +468,9 @@ def _tokens_at(ranked: Sequence[str], k: int, tokens: dict[str, int],
     return total
 
 
-def _run_questions(settings: Settings, data: PublicData, rebuilt: bool,
-                   bar: tqdm | None = None) -> dict[str, dict[str, Outcome]]:
+def _run_questions(
+    settings: Settings, data: PublicData, rebuilt: bool, bar: tqdm | None = None
+) -> dict[str, dict[str, Outcome]]:
     from query.memory import Memory
 
     memory = Memory(settings, log_queries=False)
@@ -504,19 +580,23 @@ def _metric_order(name: str) -> tuple:
 # -- reporting --------------------------------------------------------------------------------
 
 
-def markdown(data: PublicData, scores: dict[str, dict], data_path: Path, home: Path,
-             limit: int | None = None) -> str:
+def markdown(
+    data: PublicData, scores: dict[str, dict], data_path: Path, home: Path, limit: int | None = None
+) -> str:
     """Result tables (systems as rows) with the definitions they need."""
     first = next(iter(scores.values()))
     unit = "evidence (dialog-turn)" if data.benchmark == "locomo" else "session"
     sample = "conversations" if data.benchmark == "locomo" else "questions, round-robin by type"
     limited = f", limit {limit} {sample}" if limit else ""
-    lines = [f"## {data.benchmark}: {first['questions']} scored questions from {data_path} "
-             f"({len(data.seats)} seats, {len(data.projects)} sessions, "
-             f"{len(data.documents)} turns{limited}; memory in {home})", ""]
+    lines = [
+        f"## {data.benchmark}: {first['questions']} scored questions from {data_path} "
+        f"({len(data.seats)} seats, {len(data.projects)} sessions, "
+        f"{len(data.documents)} turns{limited}; memory in {home})",
+        "",
+    ]
     cols = [f"recall@{k}" for k in KS] + [f"context_tokens@{k}" for k in KS]
     if data.benchmark == "longmemeval":
-        cols[len(KS):len(KS)] = [f"turn_recall@{k}" for k in KS]
+        cols[len(KS) : len(KS)] = [f"turn_recall@{k}" for k in KS]
     extra = ["token_f1"] if "token_f1" in first else []
     head = ["system", *cols, *extra, "ranked turns", "p50 ms", "p95 ms"]
     lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -532,47 +612,78 @@ def markdown(data: PublicData, scores: dict[str, dict], data_path: Path, home: P
                 cells.append(f"{v:.3f} ± {row[f'{c}_sem']:.3f}")
             else:
                 cells.append(f"{v:.3f}")
-        cells += [f"{row['ranked_turns_mean']:.1f}", f"{row['latency_p50_ms']:.1f}",
-                  f"{row['latency_p95_ms']:.1f}"]
+        cells += [
+            f"{row['ranked_turns_mean']:.1f}",
+            f"{row['latency_p50_ms']:.1f}",
+            f"{row['latency_p95_ms']:.1f}",
+        ]
         lines.append(f"| {system} | " + " | ".join(cells) + " |")
     groups = sorted({_group_key(data, q.group) for q in data.questions if q.skip is None})
     if groups:
-        lines += ["", f"{unit.capitalize()} recall@10 by "
-                  + ("category" if data.benchmark == "locomo" else "question type") + ":", ""]
+        lines += [
+            "",
+            f"{unit.capitalize()} recall@10 by "
+            + ("category" if data.benchmark == "locomo" else "question type")
+            + ":",
+            "",
+        ]
         n = defaultdict(int)
         for q in data.questions:
             if q.skip is None:
                 n[_group_key(data, q.group)] += 1
-        names = [f"{g} {LOCOMO_CATEGORIES[int(g[3:])]} (n={n[g]})" if data.benchmark == "locomo"
-                 else f"{g} (n={n[g]})" for g in groups]
+        names = [
+            f"{g} {LOCOMO_CATEGORIES[int(g[3:])]} (n={n[g]})"
+            if data.benchmark == "locomo"
+            else f"{g} (n={n[g]})"
+            for g in groups
+        ]
         lines += ["| system | " + " | ".join(names) + " |", "|" + " --- |" * (len(groups) + 1)]
         for system, row in scores.items():
-            lines.append(f"| {system} | " + " | ".join(
-                f"{row.get(f'recall@10_{g}', float('nan')):.3f}" for g in groups) + " |")
-    lines += ["", f"Recall@k: share of gold {unit} ids among the first k distinct ranked ones "
-              "(mean ± SEM over questions). context_tokens@k: tokens of the distinct turns among "
-              f"the first k ranked turns ({encoding_name()}). hltm ranks its retrieved items "
-              "(facets, QA, summaries) by score and lists their provenance turns; parent-level "
-              f"items are {'skipped' if PARENT_ITEMS == 'skip' else 'expanded to their turns'}; "
-              "its list holds only what its default retrieval returns (see ranked turns). "
-              + ("Latency: retrieval and answer per question."
-                 if data.benchmark == "locomo" else "Latency: retrieval per question.")]
+            lines.append(
+                f"| {system} | "
+                + " | ".join(f"{row.get(f'recall@10_{g}', float('nan')):.3f}" for g in groups)
+                + " |"
+            )
+    lines += [
+        "",
+        f"Recall@k: share of gold {unit} ids among the first k distinct ranked ones "
+        "(mean ± SEM over questions). context_tokens@k: tokens of the distinct turns among "
+        f"the first k ranked turns ({encoding_name()}). hltm ranks its retrieved items "
+        "(facets, QA, summaries) by score and lists their provenance turns; parent-level "
+        f"items are {'skipped' if PARENT_ITEMS == 'skip' else 'expanded to their turns'}; "
+        "its list holds only what its default retrieval returns (see ranked turns). "
+        + (
+            "Latency: retrieval and answer per question."
+            if data.benchmark == "locomo"
+            else "Latency: retrieval per question."
+        ),
+    ]
     if data.benchmark == "locomo":
-        lines += [f"Categories 1-4 scored; {first['adversarial_skipped']} adversarial (5) and "
-                  f"{first['no_evidence_skipped']} without valid evidence not scored; "
-                  f"{first['malformed_evidence']} malformed or unknown evidence ids skipped. "
-                  "token_f1 is the offline extractive answer against the gold answer.",
-                  "Published anchor (LoCoMo paper, RAG over dialog turns, not our number): "
-                  + ", ".join(f"recall@{k} {v:.1%}" for k, v in LOCOMO_ANCHOR.items()) + "."]
+        lines += [
+            f"Categories 1-4 scored; {first['adversarial_skipped']} adversarial (5) and "
+            f"{first['no_evidence_skipped']} without valid evidence not scored; "
+            f"{first['malformed_evidence']} malformed or unknown evidence ids skipped. "
+            "token_f1 is the offline extractive answer against the gold answer.",
+            "Published anchor (LoCoMo paper, RAG over dialog turns, not our number): "
+            + ", ".join(f"recall@{k} {v:.1%}" for k, v in LOCOMO_ANCHOR.items())
+            + ".",
+        ]
     else:
-        lines += [f"{first['abstention_skipped']} abstention questions (_abs) not scored. "
-                  "turn_recall@k: gold = has_answer turns. Sessions are ranked by the first "
-                  "appearance of any of their turns."]
+        lines += [
+            f"{first['abstention_skipped']} abstention questions (_abs) not scored. "
+            "turn_recall@k: gold = has_answer turns. Sessions are ranked by the first "
+            "appearance of any of their turns."
+        ]
     return "\n".join(lines)
 
 
-def run_public(settings: Settings, benchmark: str, data_path: Path, limit: int | None = None,
-               show_progress: bool = False) -> dict:
+def run_public(
+    settings: Settings,
+    benchmark: str,
+    data_path: Path,
+    limit: int | None = None,
+    show_progress: bool = False,
+) -> dict:
     """Build the benchmark's memory (once) and score hltm and flat_rag on its questions."""
     if benchmark not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {benchmark!r}: use one of {', '.join(BENCHMARKS)}")

@@ -19,9 +19,14 @@ def build_memory(settings: Settings, snapshot: Path) -> None:
         indexer.build(level, indexer.plan().keys(level))
 
 
-def eval_hiring(settings: Settings, seed: int = 11, systems=DEFAULT_SYSTEMS,
-                limit: int | None = None, show_progress: bool = False,
-                queries_path: Path | None = None) -> tuple[dict, dict]:
+def eval_hiring(
+    settings: Settings,
+    seed: int = 11,
+    systems=DEFAULT_SYSTEMS,
+    limit: int | None = None,
+    show_progress: bool = False,
+    queries_path: Path | None = None,
+) -> tuple[dict, dict]:
     """Generate a world (unless the home already holds it), build, evaluate."""
     from hltm_resources.sample import generate_world, make_queries, write_queries, write_snapshot
 
@@ -49,5 +54,8 @@ def eval_hiring(settings: Settings, seed: int = 11, systems=DEFAULT_SYSTEMS,
     results = harness.run(queries, progress=bar.update if bar else None)
     if bar:
         bar.close()
-    return harness.score(queries, results), {"queries": len(queries), "seed": seed,
-                                             "judged": judge is not None}
+    return harness.score(queries, results), {
+        "queries": len(queries),
+        "seed": seed,
+        "judged": judge is not None,
+    }
