@@ -3,8 +3,8 @@
 import dagster as dg
 
 from hltm_assets.assets import WRITER_POOL
-from hltm_resources.adaptation import propose
-from hltm_resources.resources import HLTMResource
+from hltm_assets.resources import HLTMResource
+from hltm_resources.build.adaptation import propose
 
 QUERY_LOG = dg.AssetSpec(
     "query_log",

@@ -12,8 +12,8 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.partitions import TreePartitions
-from hltm_resources.indexer import BuildReport, Indexer
-from hltm_resources.resources import HLTMResource
+from hltm_assets.resources import HLTMResource
+from hltm_resources.build.indexer import BuildReport, Indexer
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
 WRITER_POOL = "hltm_writer"

@@ -3,9 +3,9 @@ memory equals a full rebuild of the current source of truth (the nightly consist
 
 import dagster as dg
 
-from hltm_resources.checks import check_level
-from hltm_resources.resources import HLTMResource
-from hltm_resources.verify import verify
+from hltm_assets.resources import HLTMResource
+from hltm_resources.build.checks import check_level
+from hltm_resources.build.verify import verify
 
 
 def build_checks(assets: list[dg.AssetsDefinition]) -> list[dg.AssetChecksDefinition]:

@@ -15,9 +15,9 @@ from hltm_assets.adaptation import QUERY_LOG, adaptation_hints, adaptation_job, 
 from hltm_assets.assets import build_assets
 from hltm_assets.checks import build_checks, build_lossless_check
 from hltm_assets.partitions import LEVEL_ASSETS, TreePartitions, read_tree, tree_partitions
+from hltm_assets.resources import HLTMResource
 from hltm_assets.sensors import build_sensor
 from hltm_resources.config import Settings
-from hltm_resources.resources import HLTMResource
 
 
 def level_job_name(level: str) -> str:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from hltm_resources import db
 from hltm_resources.config import Settings
-from hltm_resources.sot import Topology, read_topology
+from hltm_resources.stores import database
+from hltm_resources.stores.sot import Topology, read_topology
 
 LEVEL_ASSETS = {"project": "project_memory", "seat": "seat_memory", "account": "account_memory"}
 
@@ -38,7 +38,7 @@ def read_tree(settings: Settings) -> Topology:
     """The topology in the SOT, or an empty tree when nothing was loaded yet."""
     if not settings.duckdb_path.exists():
         return Topology({}, {}, {})
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         tables = {
             r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
         }

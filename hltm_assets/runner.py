@@ -18,9 +18,9 @@ import dagster as dg
 from hltm_assets import progress
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
+from hltm_assets.resources import shared_indexer
+from hltm_resources.build.indexer import Plan
 from hltm_resources.config import Settings
-from hltm_resources.indexer import Plan
-from hltm_resources.resources import shared_indexer
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
 # daemon monitors it) and every later `hltm index` would wait on it. Store writes tolerate

@@ -6,8 +6,8 @@ import time
 import dagster as dg
 
 from hltm_assets.partitions import TreePartitions, read_tree
-from hltm_resources.nearline import decide
-from hltm_resources.resources import HLTMResource
+from hltm_assets.resources import HLTMResource
+from hltm_resources.build.nearline import decide
 
 
 def _run_request(r, jobs: dict) -> dg.RunRequest:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from hltm_resources.build.indexer import StaleTopologyError
 from hltm_resources.config import ConfigError
-from hltm_resources.db import NoMemoryError, StoreBusyError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.ids import InvalidIdError
-from hltm_resources.indexer import StaleTopologyError
-from hltm_resources.sot import SnapshotError
-from hltm_resources.vectors import EmbeddingModelMismatch
+from hltm_resources.stores.database import NoMemoryError, StoreBusyError
+from hltm_resources.stores.sot import SnapshotError
+from hltm_resources.stores.vectors import EmbeddingModelMismatch
 
 
 class ScopeError(ValueError):

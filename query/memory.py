@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hltm_resources import db
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import (
@@ -20,9 +19,10 @@ from hltm_resources.engines import (
     make_agents,
 )
 from hltm_resources.engines.base import ContextItem
-from hltm_resources.engines.serving import MATCH_COSINE
+from hltm_resources.engines.extractive.questions import MATCH_COSINE
 from hltm_resources.errors import ScopeError
-from hltm_resources.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
+from hltm_resources.stores import database
+from hltm_resources.stores.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
 from query.retrieval import Retriever
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 
@@ -222,7 +222,7 @@ class Memory:
         if entry is not None:
             level, path, name, _ = entry
             return Scope(node_id, level, name, path)
-        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
             resolved = resolve_scope(con, node_id)  # raises with a helpful message
         raise ScopeError(f"scope {resolved.node_id!r} has no vectors yet: run hltm index")
 
@@ -397,5 +397,5 @@ class Memory:
         if not self._pending:
             return
         rows, self._pending = self._pending, []
-        with db.connect(self.settings.duckdb_path) as con:
+        with database.connect(self.settings.duckdb_path) as con:
             con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)

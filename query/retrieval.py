@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from hltm_resources.engines.base import ContextItem, NodeContext
-from hltm_resources.vectors import VectorStore, node_filter
+from hltm_resources.stores.vectors import VectorStore, node_filter
 
 MAX_CACHED_ROWS = 20_000
 MAX_MATCHED_NODES = 500

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources import db
 from hltm_resources.errors import ScopeError
 from hltm_resources.ids import InvalidIdError, parse_node_id
-from hltm_resources.vectors import subtree_filter
+from hltm_resources.stores import database
+from hltm_resources.stores.vectors import subtree_filter
 
 MAX_LISTED = 10
 
@@ -67,4 +67,6 @@ def resolve_scope(con, scope: object) -> Scope:
 def check_open(path) -> None:
     """Fail early with a clear message when the home has no memory."""
     if not path.exists():
-        raise db.NoMemoryError(f"no memory store at {path}: run hltm load and hltm index first")
+        raise database.NoMemoryError(
+            f"no memory store at {path}: run hltm load and hltm index first"
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hltm_resources.config import Settings
-from hltm_resources.sample import World, generate_world, write_snapshot
+from query.evaluation.data.sample_world import World, generate_world, write_snapshot
 
 SMALL = {"seed": 3, "accounts": 2, "seats_per_account": 2, "projects_per_seat": (3, 4)}
 
@@ -33,7 +33,7 @@ def snapshot_dir(tmp_path_factory, world) -> Path:
 
 def build_all(settings: Settings) -> dict:
     """Build every node the plan asks for, level by level (plain indexer, no Dagster)."""
-    from hltm_resources.indexer import Indexer
+    from hltm_resources.build.indexer import Indexer
 
     indexer = Indexer(settings)
     plan = indexer.plan()
@@ -43,7 +43,7 @@ def build_all(settings: Settings) -> dict:
 
 
 def loaded_and_built(home: Path, snapshot: Path) -> Settings:
-    from hltm_resources.loading import load_snapshot
+    from hltm_resources.build.loading import load_snapshot
 
     settings = Settings(home=home)
     load_snapshot(settings, snapshot)

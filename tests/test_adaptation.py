@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from hltm_resources import adaptation, db
-from hltm_resources.adaptation import MiningParams, to_template
+from hltm_resources.build import adaptation
+from hltm_resources.build.adaptation import MiningParams, to_template
+from hltm_resources.build.indexer import Indexer
 from hltm_resources.engines.base import Hints, ScopeVocabulary
-from hltm_resources.indexer import Indexer
+from hltm_resources.stores import database
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCAB = ScopeVocabulary(
@@ -50,7 +51,7 @@ def test_questions_become_templates(question, template, keys):
 
 def log(settings, rows):
     now = datetime.now(UTC).replace(tzinfo=None)
-    with db.connect(settings.duckdb_path) as con:
+    with database.connect(settings.duckdb_path) as con:
         con.executemany(
             "INSERT INTO query_log VALUES (?, ?, ?, ?, [], 1.0, ?, 'retrieval', 'x')",
             [
@@ -90,9 +91,9 @@ def test_hints_version_is_part_of_every_input_hash(fresh_home, world):
     )
     project = next(iter(base.plan().build["project"]), None)
     assert project is None  # built, nothing to do
-    from hltm_resources.sot import read_documents, read_topology
+    from hltm_resources.stores.sot import read_documents, read_topology
 
-    with db.connect(fresh_home.duckdb_path, read_only=True) as con:
+    with database.connect(fresh_home.duckdb_path, read_only=True) as con:
         node = next(iter(read_topology(con).projects.values()))
         docs = read_documents(con, [node.raw_id])[node.raw_id]
     assert base.leaf_hash(node, docs) != other.leaf_hash(node, docs)
@@ -135,7 +136,7 @@ def test_review_approve_and_rebuild(fresh_home, world):
     assert approved["stale"]["leaves"] == len(world.projects)
     out = json.loads(hltm(fresh_home, "index", "--json"))
     assert out["leaves_built"] == len(world.projects)
-    with db.connect(fresh_home.duckdb_path, read_only=True) as con:
+    with database.connect(fresh_home.duckdb_path, read_only=True) as con:
         versions = {r[0] for r in con.execute("SELECT hints_version FROM memory_nodes").fetchall()}
         qa = [r[0] for r in con.execute("SELECT question FROM memory_qa").fetchall()]
     assert versions == {1}

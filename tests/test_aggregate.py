@@ -1,7 +1,7 @@
 """Parent aggregation: counts kept as data, provenance of children, pruning, determinism."""
 
 from hltm_resources.engines.base import Hints
-from hltm_resources.engines.extractive import ExtractiveAgents, merge_child_facets
+from hltm_resources.engines.extractive.agents import ExtractiveAgents, merge_child_facets
 from hltm_resources.models import Facet, Memory, NodeInfo, Summary
 
 

@@ -6,11 +6,11 @@ import pytest
 
 from hltm_assets.definitions import build_definitions, defs, level_job_name
 from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
+from hltm_assets.resources import HLTMResource
 from hltm_assets.runner import dagster_instance, run_index
-from hltm_resources.checks import check_level
+from hltm_resources.build.checks import check_level
+from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
-from hltm_resources.loading import load_snapshot
-from hltm_resources.resources import HLTMResource
 
 
 def test_definitions_load_on_an_empty_home(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import duckdb
 import lancedb
 import pytest
 
-from hltm_resources.sample import generate_world, make_queries, write_snapshot
+from query.evaluation.data.sample_world import generate_world, make_queries, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 

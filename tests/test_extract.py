@@ -5,13 +5,13 @@ import json
 import pytest
 
 from hltm_resources.engines.base import Hints
-from hltm_resources.engines.extract import (
+from hltm_resources.engines.extractive.agents import ExtractiveAgents
+from hltm_resources.engines.extractive.documents import (
     canonical_key,
     document_facets,
     feedback_event,
     reconcile,
 )
-from hltm_resources.engines.extractive import ExtractiveAgents
 from hltm_resources.models import Document, NodeInfo
 
 

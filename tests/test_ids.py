@@ -1,7 +1,7 @@
 import pytest
 
 from hltm_resources.ids import InvalidIdError, check_raw_id, parse_node_id
-from hltm_resources.vectors import subtree_filter
+from hltm_resources.stores.vectors import subtree_filter
 
 
 @pytest.mark.parametrize("value", ["seat:s1", "project:p-001", "account:acme.eu", "seat:a_b@c"])

@@ -5,13 +5,13 @@ import shutil
 
 import pytest
 
-from hltm_resources import db
-from hltm_resources.checks import check_level
+from hltm_resources.build.checks import check_level
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.loading import load_snapshot
+from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
-from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
-from hltm_resources.sample import evolve, generate_world, write_snapshot
-from hltm_resources.verify import verify
+from hltm_resources.stores import database
+from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
 from tests.conftest import build_all, write_jsonl
 
 
@@ -98,7 +98,7 @@ def test_deleting_the_last_project_of_a_seat_and_an_empty_seat(home, medium, tmp
     build_all(home)
     for level in ("project", "seat", "account"):
         assert check_level(home, level).passed
-    with db.connect(home.duckdb_path, read_only=True) as con:
+    with database.connect(home.duckdb_path, read_only=True) as con:
         concise = con.execute(
             "SELECT concise FROM memory_summaries WHERE node_id = ?", [f"seat:{seat}"]
         ).fetchone()[0]
@@ -123,7 +123,7 @@ def test_a_crash_between_a_leaf_and_its_ancestors_is_repaired(home, medium, tmp_
 
 def test_verify_names_a_node_whose_memory_was_tampered_with(home, medium):
     node = f"seat:{medium.seats[1]['seat_id']}"
-    with db.connect(home.duckdb_path) as con:
+    with database.connect(home.duckdb_path) as con:
         con.execute(
             "UPDATE mem_facets SET value = value || ' (edited)' WHERE node_id = ? AND ord = 0",
             [node],

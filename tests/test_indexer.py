@@ -1,12 +1,12 @@
 """Building memory with the plain indexer (no Dagster), on real DuckDB and LanceDB."""
 
-from hltm_resources import db
-from hltm_resources.checks import check_level
-from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
-from hltm_resources.memory_store import read_memories
-from hltm_resources.stats import tree_stats
-from hltm_resources.vectors import TABLES, VectorStore
+from hltm_resources.build.checks import check_level
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.loading import load_snapshot
+from hltm_resources.build.stats import tree_stats
+from hltm_resources.stores import database
+from hltm_resources.stores.memory_rows import read_memories
+from hltm_resources.stores.vectors import TABLES, VectorStore
 
 
 def test_every_node_has_all_views_and_vectors(built_home, world):
@@ -24,7 +24,7 @@ def test_nothing_to_build_after_a_build(built_home):
 
 
 def test_stored_memory_round_trips_to_the_same_hash(built_home):
-    with db.connect(built_home.duckdb_path, read_only=True) as con:
+    with database.connect(built_home.duckdb_path, read_only=True) as con:
         hashes = dict(con.execute("SELECT node_id, memory_hash FROM mem_nodes").fetchall())
         memories = read_memories(con, list(hashes))
     assert memories and all(m.content_hash() == hashes[n] for n, m in memories.items())
@@ -32,7 +32,7 @@ def test_stored_memory_round_trips_to_the_same_hash(built_home):
 
 def test_provenance_points_at_real_documents_and_children(built_home, world):
     doc_ids = {d["doc_id"] for d in world.documents}
-    with db.connect(built_home.duckdb_path, read_only=True) as con:
+    with database.connect(built_home.duckdb_path, read_only=True) as con:
         rows = con.execute("""SELECT n.level, f.source_ids FROM memory_facets f
                               JOIN memory_nodes n USING (node_id)""").fetchall()
         nodes = {r[0] for r in con.execute("SELECT node_id FROM memory_nodes").fetchall()}
@@ -61,7 +61,7 @@ def test_two_builds_are_byte_identical(tmp_path, snapshot_dir, built_home):
         indexer.build(level, indexer.plan().keys(level))
 
     def dump(settings):
-        with db.connect(settings.duckdb_path, read_only=True) as con:
+        with database.connect(settings.duckdb_path, read_only=True) as con:
             return {
                 v: con.execute(f"SELECT * FROM {v} ORDER BY ALL").fetchall()
                 for v in ("memory_facets", "memory_qa", "memory_summaries")

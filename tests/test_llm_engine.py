@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hltm_resources import db
-from hltm_resources.checks import check_level
+from hltm_resources.build.checks import check_level
 from hltm_resources.config import Settings
+from hltm_resources.stores import database
 from tests.conftest import write_jsonl
 
 pytestmark = pytest.mark.llm
@@ -84,7 +84,7 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     for level in ("project", "seat", "account"):
         assert check_level(settings, level).passed
     doc_ids = {d["doc_id"] for d in docs}
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         nodes = {
             r[0]: r[1] for r in con.execute("SELECT node_id, engine FROM memory_nodes").fetchall()
         }
@@ -126,7 +126,7 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
 
 
 def test_openai_embedder_against_the_local_server(llm_url, tmp_path):
-    from hltm_resources.embedding.remote import OpenAIEmbedder
+    from hltm_resources.embedding.openai_embedder import OpenAIEmbedder
 
     settings = Settings(
         home=tmp_path,

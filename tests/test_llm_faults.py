@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from hltm_resources import db
+from hltm_resources.build.indexer import Indexer, NodeBuildError
+from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
-from hltm_resources.engines.llm_client import backoff_seconds
-from hltm_resources.indexer import Indexer, NodeBuildError
-from hltm_resources.loading import load_snapshot
+from hltm_resources.engines.llm.client import backoff_seconds
+from hltm_resources.stores import database
 from tests.conftest import write_jsonl
 from tests.fake_openai import Script, fake_openai
 
@@ -100,7 +100,7 @@ def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
         load_snapshot(settings, snapshot_dir)
         indexer = Indexer(settings)
         indexer.build("project", [good["project_id"], bad["project_id"]])
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         before = dict(con.execute("SELECT node_id, memory_hash FROM mem_nodes").fetchall())
     # Both projects get edited; the server never returns valid JSON for the bad one's prompts.
     v2 = tmp_path / "v2"
@@ -117,7 +117,7 @@ def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
         settings2 = llm_settings(tmp_path / "home", url)
         with pytest.raises(NodeBuildError, match=f"project:{bad['project_id']}"):
             Indexer(settings2).build("project", [good["project_id"], bad["project_id"]])
-        with db.connect(settings.duckdb_path, read_only=True) as con:
+        with database.connect(settings.duckdb_path, read_only=True) as con:
             after = dict(con.execute("SELECT node_id, memory_hash FROM mem_nodes").fetchall())
         assert after[f"project:{bad['project_id']}"] == before[f"project:{bad['project_id']}"]
         # Through Dagster: the range run fails, then each partition runs on its own.

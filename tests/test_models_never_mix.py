@@ -2,8 +2,8 @@
 
 import pytest
 
-from hltm_resources.indexer import Indexer
-from hltm_resources.vectors import EmbeddingModelMismatch, VectorStore
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.stores.vectors import EmbeddingModelMismatch, VectorStore
 from query import Memory
 from tests.test_query import KeywordEmbedder
 

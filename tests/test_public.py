@@ -10,8 +10,8 @@ import pytest
 
 from hltm_resources.config import Settings
 from hltm_resources.engines.base import ContextItem, NodeContext, ParsedQuery, RetrievedContext
-from hltm_resources.sot import read_snapshot
-from query.evaluation import public
+from hltm_resources.stores.sot import read_snapshot
+from query.evaluation.runners import public
 
 # The public datasets are read where they lie, never copied: HLTM_PUBLIC_DATA, else the
 # checkout's sibling ../shared/data, else this workplace's /work/shared/data.

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hltm_resources import db
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.loading import load_snapshot
 from hltm_resources.embedding import Embedder
 from hltm_resources.errors import ScopeError
-from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
-from hltm_resources.sample import make_queries
+from hltm_resources.stores import database
 from query import Memory
 from query.batch import answer_batch
+from query.evaluation.data.sample_world import make_queries
 from query.evaluation.metrics import prf
 from query.retrieval import facet_scores, qa_scores
 from tests.conftest import write_jsonl
@@ -201,7 +201,7 @@ def test_three_scores_on_a_tiny_tree_match_hand_computation(tmp_path):
     assert [m.text for m in r.context.parsed.micro] == ["skill: Python"]
     q = emb.embed(["skill: Python"])[0]
     question = emb.embed(["Which openings required Python?"])[0]
-    with db.connect(settings_.duckdb_path, read_only=True) as con:
+    with database.connect(settings_.duckdb_path, read_only=True) as con:
         facets = con.execute("SELECT node_id, key, value FROM memory_facets").fetchall()
         qa = con.execute("SELECT node_id, question FROM memory_qa").fetchall()
         summaries = dict(con.execute("SELECT node_id, concise FROM memory_summaries").fetchall())
@@ -246,7 +246,7 @@ def test_asks_are_logged(tmp_path, snapshot_dir, built_home):
     m = Memory(built_home, log_queries=True)
     seat = "seat:" + next(iter(["northwind-0-r01"]))
     r = m.ask("Where are the jobs usually located?", scope=seat, query_id="log-test-1")
-    with db.connect(built_home.duckdb_path, read_only=True) as con:
+    with database.connect(built_home.duckdb_path, read_only=True) as con:
         row = con.execute(
             "SELECT scope, question, references_, latency_ms, matched_keys "
             "FROM query_log WHERE query_id = 'log-test-1'"

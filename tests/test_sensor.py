@@ -6,10 +6,10 @@ import shutil
 import dagster as dg
 
 from hltm_assets.definitions import build_definitions
-from hltm_resources.indexer import Indexer, Plan, PlanItem
-from hltm_resources.loading import load_snapshot
-from hltm_resources.nearline import decide
-from hltm_resources.sot import Topology
+from hltm_resources.build.indexer import Indexer, Plan, PlanItem
+from hltm_resources.build.loading import load_snapshot
+from hltm_resources.build.nearline import decide
+from hltm_resources.stores.sot import Topology
 from tests.conftest import write_jsonl
 
 
@@ -123,10 +123,11 @@ def test_many_changed_leaves_are_requested_as_partition_ranges():
 
 
 def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
-    from hltm_resources import adaptation, db
+    from hltm_resources.build import adaptation
+    from hltm_resources.stores import database
 
     patterns = json.dumps([{"pattern": "which openings required <skill>"}])
-    with db.connect(fresh_home.duckdb_path) as con:
+    with database.connect(fresh_home.duckdb_path) as con:
         con.execute(
             "INSERT INTO adapt_hints VALUES (1, 'proposed', now(), NULL, NULL, NULL, 3, "
             "'{}', ?, '[]')",
@@ -134,7 +135,7 @@ def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
         )
     defs = build_definitions(fresh_home)
     adaptation.approve(fresh_home, 1)
-    from hltm_resources.resources import forget_indexers
+    from hltm_assets.resources import forget_indexers
 
     forget_indexers()
     result, _ = evaluate(defs, fresh_home)

@@ -4,14 +4,14 @@ import shutil
 
 import pytest
 
-from hltm_resources import db
-from hltm_resources.loading import load_snapshot
-from hltm_resources.sot import SnapshotError, read_snapshot
+from hltm_resources.build.loading import load_snapshot
+from hltm_resources.stores import database
+from hltm_resources.stores.sot import SnapshotError, read_snapshot
 from tests.conftest import write_jsonl
 
 
 def sot_rows(settings):
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         return {
             t: sorted(con.execute(f"SELECT * FROM sot_{t}").fetchall())
             for t in ("accounts", "seats", "projects", "documents")
@@ -118,7 +118,7 @@ def test_reload_computes_adds_changes_deletes_and_moves(settings, snap, world):
     assert second.deleted == (gone,)
     assert second.moved == (moved["project_id"],)
     assert second.changed == (edited,)
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         assert (
             con.execute(
                 "SELECT count(*) FROM sot_documents WHERE project_id = ?", [gone]

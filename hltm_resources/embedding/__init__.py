@@ -148,6 +148,6 @@ def make_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for; the offline one is shared within a process."""
     if settings.embedder == "local":
         return _shared_minilm()
-    from hltm_resources.embedding.remote import OpenAIEmbedder
+    from hltm_resources.embedding.openai_embedder import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)

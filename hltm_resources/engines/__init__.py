@@ -38,9 +38,9 @@ __all__ = [
 def make_agents(settings: Settings) -> MemoryAgents:
     """The engine the settings ask for (``extractive`` needs no model and no key)."""
     if settings.engine == "extractive":
-        from hltm_resources.engines.extractive import ExtractiveAgents
+        from hltm_resources.engines.extractive.agents import ExtractiveAgents
 
         return ExtractiveAgents()
-    from hltm_resources.engines.llm import OpenAIAgents
+    from hltm_resources.engines.llm.agents import OpenAIAgents
 
     return OpenAIAgents.from_settings(settings)

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hltm_resources.cache import LLMCache, cache_key, cache_path
 from hltm_resources.config import ConfigError, Settings
 from hltm_resources.engines.base import Usage
-from hltm_resources.engines.prompts import PROMPT_VERSION
+from hltm_resources.engines.llm.prompts import PROMPT_VERSION
+from hltm_resources.stores.llm_cache import LLMCache, cache_key, cache_path
 
 T = TypeVar("T", bound=BaseModel)
 _SEMAPHORES: dict[int, threading.BoundedSemaphore] = {}

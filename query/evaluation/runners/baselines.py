@@ -23,15 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources import db
 from hltm_resources.embedding import Embedder
 from hltm_resources.engines.base import Answer, ScopeVocabulary
-from hltm_resources.engines.extract import document_facets
-from hltm_resources.engines.serving import parse_question
+from hltm_resources.engines.extractive.documents import document_facets
+from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.models import Document
+from hltm_resources.stores import database
+from hltm_resources.stores.vectors import VectorStore, sql_quote
 from hltm_resources.text import fold, join_human, key_label, plural_s
 from hltm_resources.tokens import count_tokens
-from hltm_resources.vectors import VectorStore, sql_quote
 
 CHUNK_CHARS = 512
 CHUNK_OVERLAP = 64
@@ -74,7 +74,7 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP)
 
 def load_chunks(settings) -> list[Chunk]:
     """Every document of the SOT, chunked, in tree (path) order."""
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         rows = con.execute(
             """SELECT d.doc_id, d.project_id, s.account_id || '/' || p.seat_id || '/' ||
                       p.project_id, d.kind, d.updated_at, d.text

@@ -14,7 +14,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hltm_resources.config import Settings
-from hltm_resources.engines import prompts
 from hltm_resources.engines.base import (
     Answer,
     Hints,
@@ -25,7 +24,7 @@ from hltm_resources.engines.base import (
     ScopeVocabulary,
     Usage,
 )
-from hltm_resources.engines.extract import (
+from hltm_resources.engines.extractive.documents import (
     _SKIP_KEY,
     KEY_ORDER,
     MULTI_KEYS,
@@ -33,7 +32,8 @@ from hltm_resources.engines.extract import (
     canonical_value,
     collapse_text,
 )
-from hltm_resources.engines.llm_client import LLMClient
+from hltm_resources.engines.llm import prompts
+from hltm_resources.engines.llm.client import LLMClient
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
 from hltm_resources.text import fold
 from hltm_resources.tokens import count_tokens

@@ -24,7 +24,7 @@ class OpenAIEmbedder(Embedder):
                 "HLTM_EMBEDDER=openai needs HLTM_EMBED_MODEL (e.g. "
                 "text-embedding-3-small, or the Azure deployment name)"
             )
-        from hltm_resources.engines.llm_client import make_openai_client
+        from hltm_resources.engines.llm.client import make_openai_client
 
         self.settings = settings
         self.model = settings.embed_model
@@ -48,7 +48,7 @@ class OpenAIEmbedder(Embedder):
     def _embed(self, texts: list[str]) -> np.ndarray:
         import openai
 
-        from hltm_resources.engines.llm_client import backoff_seconds, retry_after_seconds
+        from hltm_resources.engines.llm.client import backoff_seconds, retry_after_seconds
 
         attempt = 0
         while True:

@@ -14,11 +14,12 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from hltm_resources import adaptation, db
+from hltm_resources.build import adaptation
+from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import Settings
-from hltm_resources.indexer import Indexer
+from hltm_resources.stores import database
 from query.evaluation import metrics
-from query.evaluation.hiring import HiringHarness, load_queries
+from query.evaluation.runners.hiring import HiringHarness, load_queries
 from query.memory import Memory
 
 SYSTEMS = ("hltm", "hltm_qa_only")
@@ -58,7 +59,7 @@ def eval_adaptation(
         adapted = settings.with_home(Path(tmp) / "with")
         for target in (base, adapted):
             shutil.copytree(settings.home, target.home, ignore=shutil.ignore_patterns("eval"))
-            with db.connect(target.duckdb_path) as con:
+            with database.connect(target.duckdb_path) as con:
                 con.execute("DELETE FROM query_log")
                 con.execute("DELETE FROM adapt_hints")
         logger = Memory(adapted, log_batch=500)
@@ -71,7 +72,7 @@ def eval_adaptation(
         plan = indexer.plan()
         for level in ("project", "seat", "account"):
             indexer.build(level, plan.keys(level))
-        with db.connect(adapted.duckdb_path, read_only=True) as con:
+        with database.connect(adapted.duckdb_path, read_only=True) as con:
             logged_test = con.execute(
                 "SELECT count(*) FROM query_log WHERE query_id IN (SELECT unnest(?))",
                 [[q["query_id"] for q in test]],

@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import ConfigError, Settings
-from hltm_resources.indexer import Indexer
 
 _INDEXERS: dict[Settings, Indexer] = {}
 _LOCK = threading.Lock()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hltm_resources.indexer import Plan
+from hltm_resources.build.indexer import Plan
 from hltm_resources.models import stable_hash
-from hltm_resources.sot import Topology
+from hltm_resources.stores.sot import Topology
 
 GRACE_S = 180.0
 

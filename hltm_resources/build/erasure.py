@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hltm_resources.config import Settings
-from hltm_resources.memory_store import erase_rows
-from hltm_resources.vectors import VectorStore
+from hltm_resources.stores.memory_rows import erase_rows
+from hltm_resources.stores.vectors import VectorStore
 
 
 def scrub_database(
@@ -32,6 +32,6 @@ def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
     if node_ids:
         store.delete_nodes(node_ids)
     store.purge_history()
-    from hltm_resources.cache import purge_nodes
+    from hltm_resources.stores.llm_cache import purge_nodes
 
     purge_nodes(settings, node_ids)

@@ -26,11 +26,11 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines.base import ScopeVocabulary
-from hltm_resources.engines.serving import parse_question
+from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.text import collapse_ws, fold
 
 SCHEMA = """
@@ -146,7 +146,7 @@ def mine(
     """Patterns and salient facet names with support, from the window of the query log."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     start = now - timedelta(days=params.window_days)
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         rows = con.execute(
             "SELECT scope, question, matched_keys FROM query_log "
             "WHERE asked_at >= ? AND asked_at <= ? ORDER BY asked_at",
@@ -239,8 +239,8 @@ def propose(
 ) -> tuple[Proposal, bool]:
     """Mine and store a new proposal unless it equals the active hints; (proposal, created)."""
     mined = mine(settings, params, now, embedder)
-    db.init_schema(settings.duckdb_path)
-    with db.connect(settings.duckdb_path) as con, db.transaction(con):
+    database.init_schema(settings.duckdb_path)
+    with database.connect(settings.duckdb_path) as con, database.transaction(con):
         ensure_schema(con)
         current = active(con)
         if _same(current, mined):
@@ -270,7 +270,7 @@ def propose(
 
 def approve(settings: Settings, version: int) -> Proposal:
     """Activate a proposal (the previous active one is superseded)."""
-    with db.connect(settings.duckdb_path) as con, db.transaction(con):
+    with database.connect(settings.duckdb_path) as con, database.transaction(con):
         ensure_schema(con)
         row = con.execute("SELECT status FROM adapt_hints WHERE version = ?", [version]).fetchone()
         if row is None:
@@ -301,7 +301,7 @@ def write_file(settings: Settings, proposal: Proposal) -> None:
 
 def review(settings: Settings) -> dict:
     """The latest proposal and its diff against the active hints."""
-    with db.connect(settings.duckdb_path) as con:
+    with database.connect(settings.duckdb_path) as con:
         latest, current = latest_proposal(con), active(con)
     if latest is None:
         return {"version": None, "patterns": [], "facets": [], "diff": {}, "active_version": None}

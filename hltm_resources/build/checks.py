@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
-from hltm_resources.sot import read_topology
-from hltm_resources.vectors import TABLES, VectorStore
+from hltm_resources.stores.sot import read_topology
+from hltm_resources.stores.vectors import TABLES, VectorStore
 
 _VIEW_OF = {"facets": "mem_facets", "qa": "mem_qa", "summaries": "mem_summaries"}
 
@@ -25,7 +25,7 @@ class CheckResult:
 
 def check_level(settings: Settings, level: str) -> CheckResult:
     """Every node of ``level`` has facets, QA pairs and a summary, and as many vectors."""
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         nodes = [n.node_id for n in read_topology(con).level(level).values()]
         built = {
             r[0]

@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hltm_resources import db
 from hltm_resources.engines.base import Answer
-from hltm_resources.engines.prompts import render_context
+from hltm_resources.engines.llm.prompts import render_context
+from hltm_resources.stores import database
 from hltm_resources.tokens import count_tokens, encoding_name
 from query.evaluation import metrics
-from query.evaluation.baselines import (
+from query.evaluation.runners.baselines import (
     Chunk,
     ChunkIndex,
     budgeted,
@@ -75,7 +75,7 @@ def load_queries(path: Path) -> list[dict]:
 
 def subtree_nodes(settings) -> dict[str, set[str]]:
     """Per scope node id, every node id in its subtree (for leakage)."""
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         rows = con.execute("""SELECT p.project_id, p.seat_id, s.account_id FROM sot_projects p
                               JOIN sot_seats s USING (seat_id)""").fetchall()
         seats = con.execute("SELECT seat_id, account_id FROM sot_seats").fetchall()
@@ -173,8 +173,8 @@ class HiringHarness:
     def _schema_filter(self, q: dict) -> list[Chunk]:
         """Documents (whole) whose ingest-time facet rows satisfy every parsed filter."""
         from hltm_resources.engines.base import ScopeVocabulary
-        from hltm_resources.engines.extract import document_facets
-        from hltm_resources.engines.serving import parse_question
+        from hltm_resources.engines.extractive.documents import document_facets
+        from hltm_resources.engines.extractive.questions import parse_question
         from hltm_resources.text import fold
 
         if self._schema is None:  # the table, built once at "ingest"

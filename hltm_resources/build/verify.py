@@ -15,13 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
-from hltm_resources.hints import load_active_hints
-from hltm_resources.memory_store import INVALIDATED, read_memories
-from hltm_resources.vectors import TABLES, VectorStore
+from hltm_resources.build.hints import load_active_hints
+from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
+from hltm_resources.stores.vectors import TABLES, VectorStore
 
 _SOT = ("sot_accounts", "sot_seats", "sot_projects", "sot_documents")
 
@@ -49,14 +49,14 @@ class VerifyReport:
 
 def full_rebuild(settings: Settings, scratch: Path) -> Settings:
     """Copy the SOT into ``scratch`` and build every node there (no vectors)."""
-    from hltm_resources.indexer import Indexer
+    from hltm_resources.build.indexer import Indexer
 
     target = settings.with_home(scratch)
-    db.init_schema(target.duckdb_path)
-    with db.connect(settings.duckdb_path, read_only=True) as src:
+    database.init_schema(target.duckdb_path)
+    with database.connect(settings.duckdb_path, read_only=True) as src:
         tables = {t: src.sql(f"SELECT * FROM {t}").to_arrow_table() for t in _SOT}
         hints = load_active_hints(src)
-    with db.connect(target.duckdb_path) as dst, db.transaction(dst):
+    with database.connect(target.duckdb_path) as dst, database.transaction(dst):
         for name, table in tables.items():
             dst.register("_rows", table)
             dst.execute(f"INSERT INTO {name} SELECT * FROM _rows")
@@ -75,7 +75,7 @@ def full_rebuild(settings: Settings, scratch: Path) -> Settings:
 
 
 def _memories(settings: Settings) -> tuple[dict, dict]:
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         hashes = dict(con.execute("SELECT node_id, input_hash FROM mem_nodes").fetchall())
         memories = read_memories(con, list(hashes))
     return hashes, memories

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, make_agents
-from hltm_resources.hints import load_active_hints
+from hltm_resources.build.hints import load_active_hints
 from hltm_resources.ids import LEVELS
-from hltm_resources.memory_store import (
+from hltm_resources.stores.memory_rows import (
     INVALIDATED,
     BuildMeta,
     NodeState,
@@ -30,8 +30,8 @@ from hltm_resources.memory_store import (
     write_memories,
 )
 from hltm_resources.models import Document, Memory, NodeInfo, stable_hash
-from hltm_resources.sot import Topology, read_documents, read_topology
-from hltm_resources.vectors import TABLES, VectorStore
+from hltm_resources.stores.sot import Topology, read_documents, read_topology
+from hltm_resources.stores.vectors import TABLES, VectorStore
 
 INPUT_HASH_VERSION = 1
 CHUNK = 48
@@ -158,7 +158,7 @@ class Indexer:
         self._vec_cache: dict[str, np.ndarray] = {}
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
-        db.init_schema(settings.duckdb_path)
+        database.init_schema(settings.duckdb_path)
         self._fixed_hints = hints is not None
         self.hints = hints if hints is not None else Hints()
         self.refresh_hints()
@@ -167,7 +167,7 @@ class Indexer:
     def refresh_hints(self) -> None:
         """Follow the active adaptation hints (an approval between two runs changes them)."""
         if not self._fixed_hints:
-            with db.connect(self.settings.duckdb_path, read_only=True) as con:
+            with database.connect(self.settings.duckdb_path, read_only=True) as con:
                 self.hints = load_active_hints(con)
 
     # -- hashing -------------------------------------------------------------------------
@@ -197,7 +197,7 @@ class Indexer:
         """What an index run must rebuild, and why, from the SOT and the stored hashes."""
         self.vectors.check_model()
         self.refresh_hints()
-        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)
             states = read_states(con)
             docs = read_documents(con, list(topo.projects))
@@ -249,7 +249,7 @@ class Indexer:
         self.vectors.check_model()
         self.refresh_hints()
         usage_before = self.agents.usage.snapshot()
-        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con)
         nodes = _resolve(topo, level, raw_ids)
         if expected_children is not None:
@@ -287,7 +287,7 @@ class Indexer:
         """Build, embed and store one chunk; returns the nodes that failed, with why."""
         t0 = time.perf_counter()
         docs = kids = memories = states = None
-        with db.connect(self.settings.duckdb_path, read_only=True) as con:
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
             if level == "project":
                 docs = read_documents(con, [n.raw_id for n in chunk])
             else:
@@ -324,7 +324,7 @@ class Indexer:
             self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
         else:
             t2 = t1
-        with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
+        with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
             write_memories(
                 con,
                 items,
@@ -433,7 +433,7 @@ class Indexer:
         return np.stack([self._vec_cache[t] for t in texts])
 
     def vectors_schema(self, name: str) -> pa.Schema:
-        from hltm_resources.vectors import table_schema
+        from hltm_resources.stores.vectors import table_schema
 
         return table_schema(name, self.embedder.model_id, self.embedder.dim)
 
@@ -442,10 +442,10 @@ class Indexer:
         ids = list(node_ids)
         if not ids:
             return
-        from hltm_resources.memory_store import erase_rows
+        from hltm_resources.stores.memory_rows import erase_rows
 
         self.vectors.delete_nodes(ids)
-        with db.connect(self.settings.duckdb_path) as con, db.transaction(con):
+        with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
             erase_rows(con, ids)
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
-from hltm_resources.vectors import TABLES, VectorStore
+from hltm_resources.stores.vectors import TABLES, VectorStore
 
 
 def tree_stats(settings: Settings) -> dict:
     """Nodes, facets, QA pairs, summaries and vectors per level; where the stores are."""
-    with db.connect(settings.duckdb_path, read_only=True) as con:
+    with database.connect(settings.duckdb_path, read_only=True) as con:
         sot = {
             t: con.execute(f"SELECT count(*) FROM sot_{t}").fetchone()[0]
             for t in ("accounts", "seats", "projects", "documents")

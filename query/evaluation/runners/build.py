@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
-from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
-from query.evaluation.hiring import DEFAULT_SYSTEMS, HiringHarness, load_queries
+from query.evaluation.runners.hiring import DEFAULT_SYSTEMS, HiringHarness, load_queries
 from query.memory import Memory
 
 
@@ -28,7 +28,12 @@ def eval_hiring(
     queries_path: Path | None = None,
 ) -> tuple[dict, dict]:
     """Generate a world (unless the home already holds it), build, evaluate."""
-    from hltm_resources.sample import generate_world, make_queries, write_queries, write_snapshot
+    from query.evaluation.data.sample_world import (
+        generate_world,
+        make_queries,
+        write_queries,
+        write_snapshot,
+    )
 
     home = settings.home
     marker = home / "eval-world.txt"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
 from hltm_resources.ids import parse_node_id
-from hltm_resources.memory_store import read_states
-from hltm_resources.privacy import erase_everywhere, scrub_database
-from hltm_resources.sot import read_topology
+from hltm_resources.stores.memory_rows import read_states
+from hltm_resources.build.erasure import erase_everywhere, scrub_database
+from hltm_resources.stores.sot import read_topology
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class DeleteReport:
 def delete_node(settings: Settings, node: str) -> DeleteReport:
     """Erase ``node`` (``project:``, ``seat:`` or ``account:``) and its subtree."""
     target = parse_node_id(node)
-    with db.connect(settings.duckdb_path) as con, db.transaction(con):
+    with database.connect(settings.duckdb_path) as con, database.transaction(con):
         topo = read_topology(con)
         info = topo.node(str(target))
         if info is None:
@@ -75,5 +75,5 @@ def delete_node(settings: Settings, node: str) -> DeleteReport:
             parent = topo.node(parent).parent_id
         scrub_database(con, [n for n in gone if n in states], invalidate, gone)
     erase_everywhere(settings, gone + invalidate)
-    db.rewrite_file(settings.duckdb_path)
+    database.rewrite_file(settings.duckdb_path)
     return DeleteReport(str(target), tuple(projects), n_docs, tuple(gone), tuple(invalidate))

@@ -18,7 +18,7 @@ Two systems answer every question at its seat scope, in the same run:
   (``PARENT_ITEMS = "skip"``): expanding ``project:X`` into every turn of the session would let
   one seat-level item fill the top k with a whole session. ``"expand"`` is available.
 - ``flat_rag``: fixed-size chunks of the turns, same embedder, searched inside the same seat
-  subtree (:class:`query.evaluation.baselines.ChunkIndex`); ranked doc ids in chunk order.
+  subtree (:class:`query.evaluation.runners.baselines.ChunkIndex`); ranked doc ids in chunk order.
 
 Metrics (ratios are fractions in [0, 1]):
 
@@ -54,7 +54,7 @@ from hltm_resources.engines.base import ContextItem, RetrievedContext
 from hltm_resources.ids import MAX_ID_LEN, is_doc_id, is_raw_id
 from hltm_resources.tokens import count_tokens, encoding_name
 from query.evaluation import metrics
-from query.evaluation.baselines import ChunkIndex, read_extractively
+from query.evaluation.runners.baselines import ChunkIndex, read_extractively
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -431,7 +431,7 @@ def prepare(
 ) -> tuple[Settings, PublicData, bool]:
     """Load the dataset, build its memory in a sub-home unless already built; (settings,
     data, built now)."""
-    from query.evaluation.run import build_memory
+    from query.evaluation.runners.build import build_memory
 
     data = load_public(benchmark, data_path, limit)
     if not data.questions:

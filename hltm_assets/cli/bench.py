@@ -6,10 +6,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
-from hltm_resources.indexer import Indexer
-from hltm_resources.loading import load_snapshot
-from hltm_resources.sample import generate_world, write_snapshot
+from query.evaluation.data.sample_world import generate_world, write_snapshot
 
 
 def _fresh(root: Path, name: str, snapshot: Path) -> Settings:
@@ -106,11 +106,11 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
 def bench_query(seed: int = 7, repeats: int = 3) -> dict:
     """Retrieval latency (no LLM) on the demo tree: the first question of a process, the first
     question in each scope, and later questions; flat document search timed in the same run."""
-    from hltm_resources.sample import make_queries
     from query import Memory
-    from query.evaluation.baselines import ChunkIndex
+    from query.evaluation.data.sample_world import make_queries
     from query.evaluation.metrics import percentile
-    from query.evaluation.run import build_memory
+    from query.evaluation.runners.baselines import ChunkIndex
+    from query.evaluation.runners.build import build_memory
 
     world = generate_world(seed=seed)
     queries = make_queries(world, seed=seed)
@@ -168,10 +168,10 @@ def bench_incremental(
     """A few thousand projects: full build, then ``change`` of the leaves edited; incremental
     index vs a full rebuild of the same snapshot (both through Dagster, same run), engine calls
     and wall time side by side, and whether the two trees are identical."""
+    from hltm_assets.resources import forget_indexers
     from hltm_assets.runner import run_index
-    from hltm_resources.resources import forget_indexers
-    from hltm_resources.sample import evolve
-    from hltm_resources.verify import verify
+    from hltm_resources.build.verify import verify
+    from query.evaluation.data.sample_world import evolve
 
     world = generate_world(
         seed=seed, accounts=accounts, seats_per_account=seats, projects_per_seat=projects
@@ -195,10 +195,10 @@ def bench_incremental(
         full = run_index(full_home)
         full_s = time.perf_counter() - t0
         report = verify(inc)
-        from hltm_resources import db
+        from hltm_resources.stores import database
 
         def dump(settings):
-            with db.connect(settings.duckdb_path, read_only=True) as con:
+            with database.connect(settings.duckdb_path, read_only=True) as con:
                 return con.execute(
                     "SELECT node_id, input_hash, memory_hash FROM mem_nodes ORDER BY node_id"
                 ).fetchall()

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from hltm_resources.engines.base import Hints
-from hltm_resources.engines.serving import asked_keys
+from hltm_resources.engines.extractive.questions import asked_keys
 from hltm_resources.models import Facet, Memory, NodeInfo, QAPair
 from hltm_resources.text import fold, join_human
 

@@ -33,7 +33,7 @@ def _print_json(obj: object) -> None:
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from hltm_resources.loading import load_snapshot
+    from hltm_resources.build.loading import load_snapshot
 
     settings = _settings(args)
     report = load_snapshot(settings, args.directory)
@@ -63,8 +63,8 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from hltm_assets.resources import shared_indexer
     from hltm_assets.runner import run_index
-    from hltm_resources.resources import shared_indexer
 
     settings = _settings(args)
     if args.dry_run:
@@ -141,7 +141,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
-    from hltm_resources.deletion import delete_node
+    from hltm_resources.build.deletion import delete_node
 
     settings = _settings(args)
     report = delete_node(settings, args.node)
@@ -169,7 +169,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from hltm_resources.verify import verify
+    from hltm_resources.build.verify import verify
 
     report = verify(_settings(args))
     if args.json:
@@ -186,12 +186,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
-    from hltm_resources import adaptation
+    from hltm_resources.build import adaptation
 
     settings = _settings(args)
     if args.approve is not None:
         proposal = adaptation.approve(settings, args.approve)
-        from hltm_resources.resources import forget_indexers, shared_indexer
+        from hltm_assets.resources import forget_indexers, shared_indexer
 
         forget_indexers()
         stale = shared_indexer(settings).plan().counts()
@@ -255,7 +255,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from hltm_resources.stats import format_stats, tree_stats
+    from hltm_resources.build.stats import format_stats, tree_stats
 
     stats = tree_stats(_settings(args))
     if args.json:
@@ -266,7 +266,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from hltm_resources.checks import check_level
+    from hltm_resources.build.checks import check_level
 
     settings = _settings(args)
     failed = False
@@ -286,7 +286,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from hltm_resources.sample import generate_world, write_snapshot
+    from query.evaluation.data.sample_world import generate_world, write_snapshot
 
     world = generate_world(
         seed=args.seed,
@@ -300,7 +300,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         f"{len(world.projects)} projects, {len(world.documents)} documents to {out}"
     )
     if args.queries:
-        from hltm_resources.sample import make_queries, write_queries
+        from query.evaluation.data.sample_world import make_queries, write_queries
 
         queries = make_queries(world, seed=args.seed)
         write_queries(queries, args.queries)
@@ -310,9 +310,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
-    from hltm_resources.loading import load_snapshot
-    from hltm_resources.sample import generate_world, write_snapshot
-    from hltm_resources.stats import format_stats, tree_stats
+    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.build.stats import format_stats, tree_stats
+    from query.evaluation.data.sample_world import generate_world, write_snapshot
 
     settings = _settings(args)
     t0 = time.perf_counter()
@@ -351,7 +351,7 @@ def _demo_questions(settings: Settings, world) -> None:
         from query import Memory
     except ImportError:  # pragma: no cover - query is part of the package
         return
-    from hltm_resources.sample import demo_questions
+    from query.evaluation.data.sample_world import demo_questions
 
     mem = Memory.open(settings.home)
     print("\n4. questions answered from memory (offline engine):")
@@ -365,7 +365,7 @@ def _demo_questions(settings: Settings, world) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hltm_assets import bench
+    from hltm_assets.cli import bench
 
     if args.which == "index":
         result = bench.bench_index(seed=args.seed)
@@ -383,13 +383,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     settings = _settings(args)
     show = not args.json and not args.no_progress and sys.stderr.isatty()
     if args.benchmark == "hiring":
-        from query.evaluation.hiring import DEFAULT_SYSTEMS, markdown_table
-        from query.evaluation.run import eval_hiring
+        from query.evaluation.runners.build import eval_hiring
+        from query.evaluation.runners.hiring import DEFAULT_SYSTEMS, markdown_table
 
         systems = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS
         eval_settings = settings.with_home(settings.home / "eval" / f"hiring-{args.seed}")
         if args.adaptation:
-            from query.evaluation.adaptation_eval import eval_adaptation, markdown
+            from query.evaluation.runners.adaptation import eval_adaptation, markdown
 
             eval_hiring(eval_settings, seed=args.seed, systems=(), limit=1)  # builds the world
             result = eval_adaptation(eval_settings, seed=args.seed)
@@ -407,7 +407,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
             print(markdown_table(scores, judged=info["judged"]))
         return 0
-    from query.evaluation.public import run_public
+    from query.evaluation.runners.public import run_public
 
     if not args.data:
         raise CliError(f"--benchmark {args.benchmark} needs --data PATH")

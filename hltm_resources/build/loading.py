@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hltm_resources import db
+from hltm_resources.stores import database
 from hltm_resources.config import Settings
-from hltm_resources.memory_store import read_states
-from hltm_resources.privacy import erase_everywhere, scrub_database
-from hltm_resources.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
+from hltm_resources.stores.memory_rows import read_states
+from hltm_resources.build.erasure import erase_everywhere, scrub_database
+from hltm_resources.stores.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
 
 
 def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
     """Load ``directory`` into the home's SOT (validated first, one transaction)."""
     snap = read_snapshot(directory)
-    db.init_schema(settings.duckdb_path)
-    with db.connect(settings.duckdb_path) as con, db.transaction(con):
+    database.init_schema(settings.duckdb_path)
+    with database.connect(settings.duckdb_path) as con, database.transaction(con):
         report = apply_snapshot(con, snap, str(Path(directory).resolve()))
         topo = read_topology(con)
         states = read_states(con)
@@ -30,7 +30,7 @@ def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
         scrub_database(con, gone, invalidate, [f"project:{p}" for p in report.deleted])
     if gone or invalidate or report.deleted:
         erase_everywhere(settings, gone + invalidate)
-        db.rewrite_file(settings.duckdb_path)  # no freed block keeps deleted documents
+        database.rewrite_file(settings.duckdb_path)  # no freed block keeps deleted documents
     return report
 
 

@@ -1,7 +1,8 @@
 """The deterministic extractive engine: every agent, no model, byte-identical output.
 
-Leaves: facets from :mod:`~hltm_resources.engines.extract`, QA pairs from templates over those
-facets and the candidate feedback, summaries stitched from facts and the first prose sentences.
+Leaves: facets from :mod:`~hltm_resources.engines.extractive.documents`, QA pairs from
+templates over those facets and the candidate feedback, summaries stitched from facts and the
+first prose sentences.
 Parents: facet distributions with support counts, pruned of rare values, plus templated QA and
 summaries over them. Serving: micro-queries from the scope's own vocabulary, extractive answers.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from hltm_resources.engines import patterns
 from hltm_resources.engines.base import (
     Answer,
     Hints,
@@ -20,7 +20,8 @@ from hltm_resources.engines.base import (
     RetrievedContext,
     ScopeVocabulary,
 )
-from hltm_resources.engines.extract import (
+from hltm_resources.engines.extractive import patterns
+from hltm_resources.engines.extractive.documents import (
     KEY_ORDER,
     MULTI_KEYS,
     collapse_text,
@@ -29,7 +30,7 @@ from hltm_resources.engines.extract import (
     key_rank,
     reconcile,
 )
-from hltm_resources.engines.serving import answer_extractively, parse_question
+from hltm_resources.engines.extractive.questions import answer_extractively, parse_question
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
 from hltm_resources.text import (
     article,
