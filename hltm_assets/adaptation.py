@@ -3,8 +3,8 @@
 import dagster as dg
 
 from hltm_assets.assets import WRITER_POOL
-from hltm_assets.resources import HLTMResource
 from hltm_resources.build.adaptation import propose
+from hltm_resources.build.indexer import Indexer
 
 QUERY_LOG = dg.AssetSpec(
     "query_log",
@@ -23,8 +23,8 @@ QUERY_LOG = dg.AssetSpec(
     description="Recurring query patterns and salient facet names with support, as a versioned "
     "proposal (approve with `hltm adapt --approve N`, or set adapt_auto_approve).",
 )
-def adaptation_hints(context: dg.AssetExecutionContext, hltm: HLTMResource):
-    settings = hltm.settings()
+def adaptation_hints(context: dg.AssetExecutionContext, hltm: dg.ResourceParam[Indexer]):
+    settings = hltm.settings
     proposal, created = propose(settings, auto_approve=settings.adapt_auto_approve)
     if created and proposal.status == "proposed":
         context.log.info(f"hints v{proposal.version} proposed; review with hltm adapt --review")

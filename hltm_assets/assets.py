@@ -1,4 +1,5 @@
-"""The memory tree: ``project_memory`` -> ``seat_memory`` -> ``account_memory``.
+"""The memory tree as assets, one per level of the tree schema (``project_memory`` ->
+``seat_memory`` -> ``account_memory`` by default), made by one factory.
 
 Assets only wire things together: each calls :meth:`Indexer.build` for the partitions of its
 run and reports what was built. One run may carry many partitions (a partition range), so
@@ -12,7 +13,6 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.partitions import TreePartitions
-from hltm_assets.resources import HLTMResource
 from hltm_resources.build.indexer import BuildReport, Indexer
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
@@ -60,60 +60,55 @@ def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[s
         return None
 
 
-def _build_parents(
-    context: dg.AssetExecutionContext, hltm: HLTMResource, level: str, upstream: str
+def build_level(
+    context: dg.AssetExecutionContext, hltm: Indexer, level: str, child_asset: str | None
 ) -> dg.MaterializeResult:
-    """Aggregate the run's parent partitions, refusing a stale partition mapping."""
-    indexer = hltm.indexer()
+    """Build the run's partitions of ``level``; a parent level refuses a stale mapping."""
     keys = context.partition_keys
-    children = _mapped_children(context, upstream)
+    children = _mapped_children(context, child_asset) if child_asset else None
     with _progress(context, level, len(keys)) as tick:
-        report = indexer.build(level, keys, progress=tick, expected_children=children)
-    return _result(report, indexer)
+        report = hltm.build(level, keys, progress=tick, expected_children=children)
+    return _result(report, hltm)
+
+
+def level_asset(
+    tree: TreePartitions, level: str, child: dg.AssetsDefinition | None
+) -> dg.AssetsDefinition:
+    """The asset of one level: partitioned per node, fed by its child level's asset."""
+    schema = tree.topology.schema
+    lv = schema.level(level)
+    deps = []
+    if child is not None:
+        mapping = tree.to_parent[schema.child(level).name]
+        deps = [dg.AssetDep(child, partition_mapping=mapping)]
+    if schema.is_leaf(level):
+        description = f"Leaf memory of each {lv.noun}, built from its documents."
+    else:
+        description = (
+            f"{lv.noun.capitalize()} ({level}) memory, aggregated from its "
+            f"{schema.child(level).plural}' memories."
+        )
+
+    @dg.asset(
+        name=lv.asset,
+        partitions_def=tree.of_level(level),
+        deps=deps,
+        backfill_policy=_POLICY,
+        pool=WRITER_POOL,
+        group_name="memory",
+        kinds={"duckdb", "lancedb"},
+        automation_condition=None if child is None else dg.AutomationCondition.eager(),
+        description=description,
+    )
+    def memory(context: dg.AssetExecutionContext, hltm: dg.ResourceParam[Indexer]):
+        return build_level(context, hltm, level, child.key.to_user_string() if child else None)
+
+    return memory
 
 
 def build_assets(tree: TreePartitions) -> list[dg.AssetsDefinition]:
-    """The three level assets for this topology."""
-
-    @dg.asset(
-        partitions_def=tree.projects,
-        backfill_policy=_POLICY,
-        pool=WRITER_POOL,
-        group_name="memory",
-        kinds={"duckdb", "lancedb"},
-        description="Leaf memory of each hiring project, built from its documents.",
-    )
-    def project_memory(context: dg.AssetExecutionContext, hltm: HLTMResource):
-        indexer = hltm.indexer()
-        keys = context.partition_keys
-        with _progress(context, "project", len(keys)) as tick:
-            report = indexer.build("project", keys, progress=tick)
-        return _result(report, indexer)
-
-    @dg.asset(
-        partitions_def=tree.seats,
-        deps=[dg.AssetDep(project_memory, partition_mapping=tree.project_to_seat)],
-        backfill_policy=_POLICY,
-        pool=WRITER_POOL,
-        group_name="memory",
-        kinds={"duckdb", "lancedb"},
-        automation_condition=dg.AutomationCondition.eager(),
-        description="Recruiter (seat) memory, aggregated from its projects' memories.",
-    )
-    def seat_memory(context: dg.AssetExecutionContext, hltm: HLTMResource):
-        return _build_parents(context, hltm, "seat", "project_memory")
-
-    @dg.asset(
-        partitions_def=tree.accounts,
-        deps=[dg.AssetDep(seat_memory, partition_mapping=tree.seat_to_account)],
-        backfill_policy=_POLICY,
-        pool=WRITER_POOL,
-        group_name="memory",
-        kinds={"duckdb", "lancedb"},
-        automation_condition=dg.AutomationCondition.eager(),
-        description="Organization (account) memory, aggregated from its seats' memories.",
-    )
-    def account_memory(context: dg.AssetExecutionContext, hltm: HLTMResource):
-        return _build_parents(context, hltm, "account", "seat_memory")
-
-    return [project_memory, seat_memory, account_memory]
+    """One asset per level, leaves first."""
+    assets: list[dg.AssetsDefinition] = []
+    for level in tree.topology.schema.bottom_up:
+        assets.append(level_asset(tree, level, assets[-1] if assets else None))
+    return assets

@@ -1,8 +1,9 @@
 """The code location: ``dagster dev`` (workspace.yaml) and the CLI both load it from here.
 
-Partitions and mappings are read from the SOT topology when the definitions load, so a topology
-change (new, deleted or moved project) needs a code-location reload (``hltm reload`` or the UI's
-"Reload definitions"); the CLI builds its definitions fresh on every call.
+One asset, job and completeness check per level of the tree schema. Partitions and mappings
+are read from the SOT topology when the definitions load, so a topology change (new, deleted or
+moved node) needs a code-location reload (``hltm reload`` or the UI's "Reload definitions");
+the CLI builds its definitions fresh on every call.
 """
 
 from __future__ import annotations
@@ -14,26 +15,37 @@ import dagster as dg
 from hltm_assets.adaptation import QUERY_LOG, adaptation_hints, adaptation_job, daily_adaptation
 from hltm_assets.assets import build_assets
 from hltm_assets.checks import build_checks, build_lossless_check
-from hltm_assets.partitions import LEVEL_ASSETS, TreePartitions, read_tree, tree_partitions
+from hltm_assets.partitions import TreePartitions, read_tree, tree_partitions
 from hltm_assets.resources import HLTMResource
 from hltm_assets.sensors import build_sensor
+from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import Settings
+from hltm_resources.schema import Level
 
 
 def level_job_name(level: str) -> str:
-    return f"{LEVEL_ASSETS[level]}_job"
+    """The job that builds partitions of one level: its asset's name + ``_job``."""
+    return f"{Level(level).asset}_job"
 
 
-def build_definitions(settings: Settings, tree: TreePartitions | None = None) -> dg.Definitions:
-    """Assets, checks, one job per level, the sensors and the nightly consistency schedule."""
+def build_definitions(
+    settings: Settings, tree: TreePartitions | None = None, indexer: Indexer | None = None
+) -> dg.Definitions:
+    """Assets, checks, one job per level, the sensors and the nightly consistency schedule.
+
+    ``indexer``: the Indexer in-process runs build with (the CLI's); without one, each run
+    makes its own from the ``hltm`` resource's settings.
+    """
+    schema = settings.schema
     tree = tree or tree_partitions(read_tree(settings))
     with warnings.catch_warnings():
         # backfill_policy and pool are marked beta in Dagster 1.13; we rely on both knowingly.
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         assets = build_assets(tree)
-    checks = build_checks(assets)
-    lossless = build_lossless_check(assets[2])
+    levels = schema.bottom_up
+    checks = build_checks(assets, levels)
+    lossless = build_lossless_check(assets[-1])
     jobs = {
         level: dg.define_asset_job(
             level_job_name(level),
@@ -42,7 +54,7 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
             partitions_def=tree.of_level(level),
             description=f"Build {level} memory for a partition range.",
         )
-        for level, asset, check in zip(("project", "seat", "account"), assets, checks, strict=True)
+        for level, asset, check in zip(levels, assets, checks, strict=True)
     }
     consistency = dg.define_asset_job(
         "hltm_consistency_job",
@@ -54,9 +66,8 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
         target=dg.AssetSelection.assets(*assets[1:]),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=30,
-        description="Rebuilds seats and accounts after their children change (eager).",
+        description="Rebuilds every parent after its children change (eager).",
     )
-    sensor = build_sensor(tree, jobs)
     nightly = dg.ScheduleDefinition(
         name="hltm_nightly_consistency",
         job=consistency,
@@ -68,13 +79,15 @@ def build_definitions(settings: Settings, tree: TreePartitions | None = None) ->
         assets=[*assets, QUERY_LOG, adaptation_hints],
         asset_checks=[*checks, lossless],
         jobs=[*jobs.values(), consistency, adaptation_job],
-        sensors=[automation, sensor],
+        sensors=[automation, build_sensor(tree, jobs)],
         schedules=[nightly, daily_adaptation],
-        resources={"hltm": HLTMResource.from_settings(settings)},
+        resources={
+            "hltm": indexer if indexer is not None else HLTMResource.from_settings(settings)
+        },
     )
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    """Definitions for the home in ``$HLTM_HOME`` (default ``./.hltm``)."""
+    """Definitions for the home in ``$HLTM_HOME`` (default ``./.hltm``), tree in ``$HLTM_TREE``."""
     return build_definitions(Settings.from_env())

@@ -1,9 +1,9 @@
 """Every partition definition of the tree, built from the SOT topology when definitions load.
 
-One static partition per node, keyed by the raw id; lineage from leaf to seat to account is
+One static partition per node, keyed by the raw id; lineage from each level to its parent is
 declared with ``StaticPartitionMapping`` (see DESIGN-partitions.md: dynamic partitions and
-custom mappings do not work with automation). Keys are in path order, so the projects of one
-seat are contiguous and a batch of them is one partition range.
+custom mappings do not work with automation). Keys are in path order, so the children of one
+parent are contiguous and a batch of them is one partition range.
 """
 
 from __future__ import annotations
@@ -13,53 +13,49 @@ from dataclasses import dataclass
 import dagster as dg
 
 from hltm_resources.config import Settings
+from hltm_resources.models import Topology
 from hltm_resources.stores import database
-from hltm_resources.stores.sot import Topology, read_topology
-
-LEVEL_ASSETS = {"project": "project_memory", "seat": "seat_memory", "account": "account_memory"}
+from hltm_resources.stores.sot import read_topology
 
 
 @dataclass(frozen=True)
 class TreePartitions:
-    """Partition definitions and parent mappings of the three levels."""
+    """Per level, its partitions and the mapping of its partitions onto its parent's."""
 
     topology: Topology
-    projects: dg.StaticPartitionsDefinition
-    seats: dg.StaticPartitionsDefinition
-    accounts: dg.StaticPartitionsDefinition
-    project_to_seat: dg.StaticPartitionMapping
-    seat_to_account: dg.StaticPartitionMapping
+    partitions: dict[str, dg.StaticPartitionsDefinition]
+    to_parent: dict[str, dg.StaticPartitionMapping]
 
     def of_level(self, level: str) -> dg.StaticPartitionsDefinition:
-        return {"project": self.projects, "seat": self.seats, "account": self.accounts}[level]
+        return self.partitions[level]
 
 
 def read_tree(settings: Settings) -> Topology:
     """The topology in the SOT, or an empty tree when nothing was loaded yet."""
+    schema = settings.schema
     if not settings.duckdb_path.exists():
-        return Topology({}, {}, {})
+        return Topology.empty(schema)
     with database.connect(settings.duckdb_path, read_only=True) as con:
         tables = {
             r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
         }
-        if "sot_projects" not in tables:
-            return Topology({}, {}, {})
-        return read_topology(con)
+        if schema.leaf.table not in tables:
+            return Topology.empty(schema)
+        return read_topology(con, schema)
 
 
 def tree_partitions(topology: Topology) -> TreePartitions:
-    return TreePartitions(
-        topology=topology,
-        projects=dg.StaticPartitionsDefinition(list(topology.projects)),
-        seats=dg.StaticPartitionsDefinition(list(topology.seats)),
-        accounts=dg.StaticPartitionsDefinition(list(topology.accounts)),
-        project_to_seat=dg.StaticPartitionMapping(
-            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.projects.items()}
-        ),
-        seat_to_account=dg.StaticPartitionMapping(
-            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.seats.items()}
-        ),
-    )
+    partitions = {
+        level: dg.StaticPartitionsDefinition(list(nodes))
+        for level, nodes in topology.levels.items()
+    }
+    to_parent = {
+        level: dg.StaticPartitionMapping(
+            {raw: n.parent_id.split(":", 1)[1] for raw, n in topology.level(level).items()}
+        )
+        for level in topology.schema.names[1:]
+    }
+    return TreePartitions(topology, partitions, to_parent)
 
 
 def contiguous_ranges(keys: list[str], ordered: list[str]) -> list[tuple[str, str]]:

@@ -1,62 +1,46 @@
-"""Dagster resources. This module imports dagster; the query path never imports it."""
+"""The Dagster resource: a home's :class:`Settings` as Dagster config, vending an Indexer.
+
+Its config fields are generated from the fields of :class:`Settings` (one declaration: a new
+setting appears here by itself). At run time it vends the plain-library object the assets use,
+an :class:`~hltm_resources.build.indexer.Indexer` (``create_resource``). The CLI's in-process
+runs pass their own Indexer instead (see :func:`hltm_assets.definitions.build_definitions`),
+so one engine and one embedder serve every run of an ``hltm index``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import threading
-from dataclasses import fields
+import typing
 from pathlib import Path
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, create_model
 
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import ConfigError, Settings
 
-_INDEXERS: dict[Settings, Indexer] = {}
-_LOCK = threading.Lock()
+#: Settings the UI shows with a sentence of help.
+_HELP = {
+    "home": "The memory home (DuckDB file, LanceDB tables, caches).",
+    "tree": "The tree schema, root first, e.g. account>seat>project.",
+    "engine": "extractive | openai",
+    "embedder": "local | openai",
+    "base_url": "OpenAI-compatible base URL.",
+    "api_key": "API key; wired with EnvVar('OPENAI_API_KEY'), read when a run starts.",
+    "adapt_auto_approve": "Activate mined hints without review (non-sensitive deployments).",
+}
 
 
-def shared_indexer(settings: Settings) -> Indexer:
-    """One indexer (engine, embedder, stores) per settings and process."""
-    with _LOCK:
-        if settings not in _INDEXERS:
-            _INDEXERS[settings] = Indexer(settings)
-        return _INDEXERS[settings]
-
-
-def forget_indexers() -> None:
-    """Drop cached indexers (after the hints or the home changed)."""
-    with _LOCK:
-        _INDEXERS.clear()
-
-
-class HLTMResource(dg.ConfigurableResource):
+class _HLTMResourceBase(dg.ConfigurableResource):
     """Where memory lives and which engine and embedder build it."""
 
-    home: str = Field(description="The memory home (DuckDB file, LanceDB tables, caches).")
-    engine: str = Field(default="extractive", description="extractive | openai")
-    embedder: str = Field(default="local", description="local | openai")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible base URL.")
-    api_key: str | None = Field(default=None, description="API key; wire with EnvVar.")
-    chat_model: str | None = None
-    embed_model: str | None = None
-    azure_api_version: str | None = None
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    max_input_tokens: int = 6000
-    adapt_auto_approve: bool = Field(
-        default=False,
-        description="Activate mined hints without review (non-sensitive deployments).",
-    )
-
     def settings(self) -> Settings:
-        values = {f.name: getattr(self, f.name) for f in fields(Settings) if f.name != "home"}
-        return Settings(home=Path(self.home).resolve(), **values)
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)}
+        return Settings(**(values | {"home": Path(values["home"]).resolve()}))
 
-    def indexer(self) -> Indexer:
-        return shared_indexer(self.settings())
+    def create_resource(self, context: dg.InitResourceContext) -> Indexer:
+        return Indexer(self.settings())
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HLTMResource:
@@ -73,5 +57,19 @@ class HLTMResource(dg.ConfigurableResource):
                     "set it there instead of passing it directly"
                 )
             api_key = dg.EnvVar("OPENAI_API_KEY")
-        values = {f.name: getattr(settings, f.name) for f in fields(Settings)}
+        values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(Settings)}
         return cls(**(values | {"home": str(settings.home), "api_key": api_key}))
+
+
+def _config_fields() -> dict[str, tuple]:
+    hints = typing.get_type_hints(Settings)
+    out = {}
+    for f in dataclasses.fields(Settings):
+        kind = str if f.name == "home" else hints[f.name]
+        default = ... if f.default is dataclasses.MISSING else f.default
+        out[f.name] = (kind, Field(default=default, description=_HELP.get(f.name)))
+    return out
+
+
+HLTMResource = create_model("HLTMResource", __base__=_HLTMResourceBase, **_config_fields())
+HLTMResource.__module__ = __name__

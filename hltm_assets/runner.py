@@ -1,8 +1,8 @@
 """Running the memory tree through Dagster in this process (what ``hltm index`` does).
 
 The plan says which nodes to build; each level is then materialized as partition *ranges*
-(keys are in path order, so contiguous dirty keys form one run), leaves first, then seats,
-then accounts. Runs are recorded in the home's Dagster instance, so they show in the UI.
+(keys are in path order, so contiguous dirty keys form one run), from the leaves up. Runs are
+recorded in the home's Dagster instance, so they show in the UI.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.definitions import build_definitions, level_job_name
-from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
-from hltm_assets.resources import shared_indexer
-from hltm_resources.build.indexer import Plan
+from hltm_assets.partitions import TreePartitions, contiguous_ranges, tree_partitions
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
@@ -55,7 +55,7 @@ def dagster_instance(settings: Settings):
 @dataclass
 class IndexResult:
     plan: Plan
-    built: dict[str, int] = field(default_factory=lambda: {"project": 0, "seat": 0, "account": 0})
+    built: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
     runs: int = 0
@@ -69,12 +69,18 @@ class IndexResult:
     plan_seconds: float = 0.0
     usage_encoding: str | None = None
 
+    def __post_init__(self) -> None:
+        for level in self.plan.schema.names:
+            self.built.setdefault(level, 0)
+
     def as_json(self) -> dict:
+        """``leaves_built``, then ``<level plural>_built`` per parent level, then costs."""
         u = self.usage
-        return {
-            "leaves_built": self.built["project"],
-            "seats_built": self.built["seat"],
-            "accounts_built": self.built["account"],
+        schema = self.plan.schema
+        out = {"leaves_built": self.built[schema.leaf.name]}
+        for level in schema.parents_bottom_up:
+            out[f"{schema.level(level).plural}_built"] = self.built[level]
+        return out | {
             "engine_calls": u.get("engine_calls", 0),
             "llm_calls": u.get("llm_calls", 0),
             "prompt_tokens": u.get("prompt_tokens", 0),
@@ -114,12 +120,38 @@ def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
     return True
 
 
+def _materialize_level(defs: dg.Definitions, tree: TreePartitions, instance, result: IndexResult):
+    """A ``build_level`` for :meth:`Indexer.build_plan`: one Dagster run per contiguous range
+    of the level's keys; a failed range is re-run key by key, so exactly the failed
+    partitions are marked failed (the other nodes of a failed batch were stored)."""
+
+    def build_level(level: str, keys: list[str]) -> None:
+        job = defs.resolve_job_def(level_job_name(level))
+        ordered = tree.of_level(level).get_partition_keys()
+        for start, end in contiguous_ranges(keys, ordered):
+            span = ordered[ordered.index(start) : ordered.index(end) + 1]
+            if _run(job, instance, start, end, result):
+                result.built[level] += len(span)
+                continue
+            if start == end:
+                result.failed.append(f"{level}:{start}")
+                continue
+            for key in span:
+                if _run(job, instance, key, key, result):
+                    result.built[level] += 1
+                else:
+                    result.failed.append(f"{level}:{key}")
+
+    return build_level
+
+
 def run_index(
     settings: Settings,
     full: bool = False,
     show_progress: bool = False,
     plan: Plan | None = None,
     reset_vectors: bool = False,
+    indexer: Indexer | None = None,
 ) -> IndexResult:
     """Build every node whose inputs changed (or all with ``full``), through Dagster.
 
@@ -127,45 +159,22 @@ def run_index(
     a home to another embedding model (vectors of two models never share a table).
     """
     t0 = time.perf_counter()
-    indexer = shared_indexer(settings)
+    indexer = indexer or Indexer(settings)
     if reset_vectors:
         indexer.vectors.drop_all()
         full = True
     plan = plan or indexer.plan(full=full)
     result = IndexResult(plan, plan_seconds=time.perf_counter() - t0)
-    indexer.purge(plan.purge)
-    if plan.orphan_vectors:
-        indexer.vectors.delete_nodes(plan.orphan_vectors)
-    total = sum(len(v) for v in plan.build.values())
-    if total == 0:
+    if plan.total == 0:
+        indexer.build_plan(plan)  # purges only
         result.seconds = time.perf_counter() - t0
         return result
-    tree = tree_partitions(read_tree(settings))
-    defs = build_definitions(settings, tree=tree)
+    tree = tree_partitions(plan.topology)
+    defs = build_definitions(settings, tree=tree, indexer=indexer)
     usage0 = indexer.agents.usage.snapshot()
     texts0, calls0 = indexer.embedder.texts, indexer.embedder.calls
-    with dagster_instance(settings) as instance, progress.bar(total, show_progress):
-        for level in ("project", "seat", "account"):
-            keys = plan.keys(level)
-            if not keys:
-                continue
-            job = defs.resolve_job_def(level_job_name(level))
-            ordered = tree.of_level(level).get_partition_keys()
-            for start, end in contiguous_ranges(keys, ordered):
-                n = ordered.index(end) - ordered.index(start) + 1
-                if _run(job, instance, start, end, result):
-                    result.built[level] += n
-                    continue
-                if start == end:
-                    result.failed.append(f"{level}:{start}")
-                    continue
-                # Some node of the batch failed (the others were stored). Run each partition
-                # on its own, so Dagster marks failed exactly the partitions that failed.
-                for key in ordered[ordered.index(start) : ordered.index(end) + 1]:
-                    if _run(job, instance, key, key, result):
-                        result.built[level] += 1
-                    else:
-                        result.failed.append(f"{level}:{key}")
+    with dagster_instance(settings) as instance, progress.bar(plan.total, show_progress):
+        indexer.build_plan(plan, _materialize_level(defs, tree, instance, result))
     after = indexer.agents.usage.snapshot()
     result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}
     result.usage_encoding = after.get("token_encoding")

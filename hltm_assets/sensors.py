@@ -6,11 +6,11 @@ import time
 import dagster as dg
 
 from hltm_assets.partitions import TreePartitions, read_tree
-from hltm_assets.resources import HLTMResource
-from hltm_resources.build.nearline import decide
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.nearline import Request, decide
 
 
-def _run_request(r, jobs: dict) -> dg.RunRequest:
+def _run_request(r: Request, jobs: dict) -> dg.RunRequest:
     tags = {"hltm/trigger": "sensor", "hltm/reason": r.reason[:200]}
     if r.end is None:
         return dg.RunRequest(
@@ -25,7 +25,7 @@ def _run_request(r, jobs: dict) -> dg.RunRequest:
 
 
 def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int = 30) -> dg.SensorDefinition:
-    """Requests leaf runs for changed projects (run keys carry the input hash) and parent runs
+    """Requests leaf runs for changed leaves (run keys carry the input hash) and parent runs
     automation missed; skips, saying why, when the tree changed since the location loaded."""
 
     @dg.sensor(
@@ -35,11 +35,11 @@ def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int = 30) -> dg.S
         jobs=list(jobs.values()),
         description="Rebuilds the leaves whose documents changed in the source of truth.",
     )
-    def hltm_sot_changes(context: dg.SensorEvaluationContext, hltm: HLTMResource):
-        settings = hltm.settings()
+    def hltm_sot_changes(context: dg.SensorEvaluationContext, hltm: dg.ResourceParam[Indexer]):
+        settings = hltm.settings
         if not settings.duckdb_path.exists():
             return dg.SkipReason(f"no source of truth at {settings.duckdb_path} yet")
-        plan = hltm.indexer().plan()
+        plan = hltm.plan()
         cursor = json.loads(context.cursor) if context.cursor else {}
         decision = decide(
             plan,
@@ -47,7 +47,7 @@ def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int = 30) -> dg.S
             read_tree(settings),
             cursor,
             time.time(),
-            order=list(tree.topology.projects),
+            order=list(tree.topology.leaves),
         )
         new_cursor = json.dumps(decision.cursor, sort_keys=True)
         if decision.skip_reason:

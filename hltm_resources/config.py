@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
+
+from hltm_resources.schema import DEFAULT_TREE, SchemaError, TreeSchema
 
 ENGINES = ("extractive", "openai")
 EMBEDDERS = ("local", "openai")
@@ -30,6 +33,9 @@ class Settings:
     """Where memory lives and which engine and embedder build and read it."""
 
     home: Path
+    #: The tree schema, root first (see :mod:`hltm_resources.schema`); a home keeps the one it
+    #: was created with.
+    tree: str = DEFAULT_TREE
     engine: str = "extractive"
     embedder: str = "local"
     base_url: str | None = None
@@ -53,6 +59,15 @@ class Settings:
             )
         if self.concurrency < 1:
             raise ConfigError("concurrency must be at least 1")
+        try:
+            TreeSchema.parse(self.tree)
+        except SchemaError as exc:
+            raise ConfigError(f"tree {self.tree!r} (HLTM_TREE): {exc}") from None
+
+    @cached_property
+    def schema(self) -> TreeSchema:
+        """The tree schema of this home."""
+        return TreeSchema.parse(self.tree)
 
     @classmethod
     def from_env(cls, home: str | os.PathLike | None = None, **overrides: object) -> Settings:
@@ -60,6 +75,7 @@ class Settings:
         env = os.environ
         values: dict[str, object] = {
             "home": resolve_home(home),
+            "tree": env.get("HLTM_TREE") or DEFAULT_TREE,
             "engine": env.get("HLTM_ENGINE") or "extractive",
             "embedder": env.get("HLTM_EMBEDDER") or "local",
             "base_url": env.get("OPENAI_BASE_URL") or None,

@@ -1,20 +1,23 @@
-"""Node ids (``account:<id>``, ``seat:<id>``, ``project:<id>``) and tree paths.
+"""Node ids (``<level>:<id>``, e.g. ``seat:acme-r01``) and tree paths.
 
 Every id that reaches a store query goes through :func:`parse_node_id` or :func:`check_raw_id`
 first: raw ids are letters, digits and ``_ . @ -`` only, so they can never carry quotes, SQL or
-path tricks into a filter.
+path tricks into a filter. The levels themselves come from the tree schema
+(:mod:`hltm_resources.schema`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-LEVELS: tuple[str, ...] = ("account", "seat", "project")
-PARENT_LEVEL = {"seat": "account", "project": "seat"}
-CHILD_LEVEL = {"account": "seat", "seat": "project"}
+if TYPE_CHECKING:
+    from hltm_resources.schema import TreeSchema
+
 MAX_ID_LEN = 128
 _RAW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}")
+_LEVEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 class InvalidIdError(ValueError):
@@ -66,18 +69,20 @@ class NodeId:
         return f"{self.level}:{self.raw}"
 
 
-def parse_node_id(value: object) -> NodeId:
-    """Parse ``level:id``; raise :class:`InvalidIdError` with a helpful message otherwise."""
+def parse_node_id(value: object, schema: TreeSchema | None = None) -> NodeId:
+    """Parse ``level:id``; raise :class:`InvalidIdError` with a helpful message otherwise.
+
+    With a ``schema`` the level must be one of its levels; without one, any well-formed level
+    name passes (enough for a store filter, which only needs the id to be safe).
+    """
+    examples = ", ".join(f"'{lv}:<id>'" for lv in schema.names) if schema else "'<level>:<id>'"
     if not isinstance(value, str) or ":" not in value:
-        raise InvalidIdError(
-            f"node id {repr(value)[:80]} is malformed: expected 'account:<id>', 'seat:<id>' "
-            "or 'project:<id>'"
-        )
+        raise InvalidIdError(f"node id {repr(value)[:80]} is malformed: expected {examples}")
     level, raw = value.split(":", 1)
-    if level not in LEVELS:
+    if not _LEVEL.fullmatch(level) or (schema is not None and not schema.has(level)):
+        known = ", ".join(schema.names) if schema else "a lowercase level name"
         raise InvalidIdError(
-            f"node id {value[:80]!r} has unknown level {level[:20]!r}: expected one of "
-            + ", ".join(LEVELS)
+            f"node id {value[:80]!r} has unknown level {level[:20]!r}: expected {known}"
         )
     check_raw_id(raw, f"{level} id")
     return NodeId(level, raw)

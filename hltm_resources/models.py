@@ -1,18 +1,21 @@
-"""Frozen data structures of the memory tree: documents, memory items and node memories."""
+"""Data structures of the memory tree: documents, memory items, node memories, the topology."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
+
+from hltm_resources.schema import TreeSchema
 
 
 @dataclass(frozen=True)
 class Document:
-    """A raw document hanging off a project (leaf)."""
+    """A raw document hanging off a leaf (``leaf_id`` is the leaf's raw id)."""
 
     doc_id: str
-    project_id: str
+    leaf_id: str
     kind: str
     text: str
     updated_at: str
@@ -95,3 +98,59 @@ def stable_hash(obj: object) -> str:
     """sha256 hex of ``obj`` serialized as canonical JSON."""
     data = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The tree as the SOT holds it: per level, raw id -> node, in path order (the nodes of one
+    parent are contiguous)."""
+
+    schema: TreeSchema
+    levels: dict[str, dict[str, NodeInfo]]
+
+    @classmethod
+    def empty(cls, schema: TreeSchema) -> Topology:
+        return cls(schema, {name: {} for name in schema.names})
+
+    def level(self, level: str) -> dict[str, NodeInfo]:
+        return self.levels[level]
+
+    @property
+    def leaves(self) -> dict[str, NodeInfo]:
+        return self.levels[self.schema.leaf.name]
+
+    @cached_property
+    def _children(self) -> dict[str, list[NodeInfo]]:
+        out: dict[str, list[NodeInfo]] = {}
+        for nodes in self.levels.values():
+            for node in nodes.values():
+                if node.parent_id is not None:
+                    out.setdefault(node.parent_id, []).append(node)
+        return out
+
+    def children(self, node: NodeInfo) -> list[NodeInfo]:
+        return list(self._children.get(node.node_id, ()))
+
+    def descendants(self, node: NodeInfo) -> list[NodeInfo]:
+        """Every node below ``node``, level by level."""
+        out, frontier = [], [node]
+        while frontier:
+            frontier = [c for n in frontier for c in self.children(n)]
+            out.extend(frontier)
+        return out
+
+    def node(self, node_id: str) -> NodeInfo | None:
+        level, _, raw = node_id.partition(":")
+        return self.levels[level].get(raw) if level in self.levels else None
+
+    def ancestors(self, node: NodeInfo) -> list[NodeInfo]:
+        """Parent, grandparent, ... up to the root."""
+        out = []
+        parent = node.parent_id
+        while parent is not None and (info := self.node(parent)) is not None:
+            out.append(info)
+            parent = info.parent_id
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {self.schema.level(name).plural: len(nodes) for name, nodes in self.levels.items()}

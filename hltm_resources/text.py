@@ -123,17 +123,7 @@ def title_case(value: str) -> str:
     )
 
 
-_KEY_LABEL = {
-    "title": "roles",
-    "location": "locations",
-    "workplace_type": "workplace types",
-    "skill": "required skills",
-    "preferred_skill": "nice-to-have skills",
-    "rejection_reason": "rejection reasons",
-    "seniority": "seniority levels",
-}
-
-
-def key_label(key: str) -> str:
-    """How answers and summaries name a facet key, in the plural."""
-    return _KEY_LABEL.get(key, pluralize(humanize_key(key)))
+def collapse_text(text: str, limit: int) -> str:
+    """Whitespace-collapsed text cut at a word boundary."""
+    text = collapse_ws(text)
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "..."

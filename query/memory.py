@@ -192,7 +192,7 @@ class Memory:
                         "with (HLTM_EMBEDDER / HLTM_EMBED_MODEL) or rebuild it"
                     )
             self._vectors = store
-            self._retriever = Retriever(store)
+            self._retriever = Retriever(store, self.settings.schema)
         return self._vectors
 
     @property
@@ -217,13 +217,13 @@ class Memory:
 
     def resolve(self, scope: object) -> Scope:
         """The scope node, or :class:`ScopeError` (malformed ids never reach a store)."""
-        node_id = validate_scope(scope)
+        node_id = validate_scope(scope, self.settings.schema)
         entry = self.catalog().get(node_id)
         if entry is not None:
             level, path, name, _ = entry
             return Scope(node_id, level, name, path)
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            resolved = resolve_scope(con, node_id)  # raises with a helpful message
+            resolved = resolve_scope(con, node_id, self.settings.schema)  # raises, saying why
         raise ScopeError(f"scope {resolved.node_id!r} has no vectors yet: run hltm index")
 
     # -- retrieval -----------------------------------------------------------------------
@@ -240,7 +240,7 @@ class Memory:
         values: dict[str, list[str]] = {}
         for (k, v), _ in sorted(support.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
             values.setdefault(k, []).append(v)
-        return ScopeVocabulary(values)
+        return ScopeVocabulary(values, (self.settings.schema.leaf_count_key,))
 
     def retrieve(
         self,
@@ -257,7 +257,7 @@ class Memory:
 
         ``views`` and ``levels`` restrict the pool (used by the ablations).
         """
-        validate_scope(scope)
+        validate_scope(scope, self.settings.schema)
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
         t0 = time.perf_counter()
@@ -265,7 +265,7 @@ class Memory:
         resolved = self.resolve(scope)
         where = resolved.where
         if levels:
-            where = f"{where} AND {level_filter(levels)}"
+            where = f"{where} AND {level_filter(levels, self.settings.schema)}"
         vocab = self._vocabulary(resolved, where)
         t_parse = time.perf_counter()
         parsed = self.agents.parse_query(question, vocab)

@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from hltm_resources.engines.base import ContextItem, NodeContext
+from hltm_resources.schema import TreeSchema
 from hltm_resources.stores.vectors import VectorStore, node_filter
 
 MAX_CACHED_ROWS = 20_000
 MAX_MATCHED_NODES = 500
-LEVEL_RANK = {"account": 0, "seat": 1, "project": 2}
 CANDIDATE_LIMIT = 400
 MAX_FACETS_PER_NODE = 12
 CACHED_SCOPES = 64
@@ -100,8 +100,9 @@ class ViewRows:
 class Retriever:
     """Runs the three retrievers against a :class:`VectorStore`, caching scopes' rows."""
 
-    def __init__(self, vectors: VectorStore):
+    def __init__(self, vectors: VectorStore, schema: TreeSchema):
         self.vectors = vectors
+        self.schema = schema
         self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -183,7 +184,8 @@ class Retriever:
                     source_ids=tuple(rows.cols["source_ids"][i]),
                 )
             )
-        ranked = sorted(scores, key=lambda n: (-scores[n], LEVEL_RANK[level_of[n]], n))
+        rank = self.schema.rank
+        ranked = sorted(scores, key=lambda n: (-scores[n], rank(level_of[n]), n))
         wanted = [i for i, v in enumerate(valued) if v]
         matches = [n for n in ranked if wanted and all(best[n][i] >= match_cosine for i in wanted)]
         top = ranked[:k_facet]

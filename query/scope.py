@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from hltm_resources.errors import ScopeError
 from hltm_resources.ids import InvalidIdError, parse_node_id
+from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import subtree_filter
 
@@ -29,23 +30,23 @@ class Scope:
         return path == self.path or path.startswith(self.path + "/")
 
 
-def validate_scope(scope: object) -> str:
+def validate_scope(scope: object, schema: TreeSchema) -> str:
     """The scope id if well formed; raise :class:`ScopeError` otherwise (no store touched)."""
     try:
-        return str(parse_node_id(scope))
+        return str(parse_node_id(scope, schema))
     except InvalidIdError as exc:
         raise ScopeError(f"scope rejected: {exc}") from None
 
 
-def resolve_scope(con, scope: object) -> Scope:
+def resolve_scope(con, scope: object, schema: TreeSchema) -> Scope:
     """Look up a validated scope in the built memory (bound parameters only)."""
-    node_id = validate_scope(scope)
+    node_id = validate_scope(scope, schema)
     row = con.execute(
         "SELECT node_id, level, name, path FROM mem_nodes WHERE node_id = ?", [node_id]
     ).fetchone()
     if row is not None:
         return Scope(*row)
-    level = node_id.split(":", 1)[0]
+    level, raw = node_id.split(":", 1)
     known = [
         r[0]
         for r in con.execute(
@@ -54,8 +55,9 @@ def resolve_scope(con, scope: object) -> Scope:
         ).fetchall()
     ]
     listed = ", ".join(known[:MAX_LISTED]) + (", ..." if len(known) > MAX_LISTED else "")
+    lv = schema.level(level)
     in_sot = con.execute(
-        f"SELECT count(*) FROM sot_{level}s WHERE {level}_id = ?", [node_id.split(":", 1)[1]]
+        f"SELECT count(*) FROM {lv.table} WHERE {lv.id_field} = ?", [raw]
     ).fetchone()[0]
     if in_sot:
         raise ScopeError(

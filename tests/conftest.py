@@ -35,19 +35,14 @@ def build_all(settings: Settings) -> dict:
     """Build every node the plan asks for, level by level (plain indexer, no Dagster)."""
     from hltm_resources.build.indexer import Indexer
 
-    indexer = Indexer(settings)
-    plan = indexer.plan()
-    for level in ("project", "seat", "account"):
-        indexer.build(level, plan.keys(level))
-    return plan.counts()
+    return Indexer(settings).build_all().counts()
 
 
 def loaded_and_built(home: Path, snapshot: Path) -> Settings:
-    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.build.loading import load_and_build
 
     settings = Settings(home=home)
-    load_snapshot(settings, snapshot)
-    build_all(settings)
+    load_and_build(settings, snapshot)
     return settings
 
 

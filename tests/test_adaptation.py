@@ -94,8 +94,8 @@ def test_hints_version_is_part_of_every_input_hash(fresh_home, world):
     from hltm_resources.stores.sot import read_documents, read_topology
 
     with database.connect(fresh_home.duckdb_path, read_only=True) as con:
-        node = next(iter(read_topology(con).projects.values()))
-        docs = read_documents(con, [node.raw_id])[node.raw_id]
+        node = next(iter(read_topology(con, fresh_home.schema).leaves.values()))
+        docs = read_documents(con, fresh_home.schema, [node.raw_id])[node.raw_id]
     assert base.leaf_hash(node, docs) != other.leaf_hash(node, docs)
     assert len(other.plan().build["project"]) == len(world.projects)
 

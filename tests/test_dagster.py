@@ -45,7 +45,8 @@ def test_lineage_is_declared_per_partition(built_home, world):
 
 def test_partition_keys_are_in_path_order(built_home):
     tree = tree_partitions(read_tree(built_home))
-    seats = [tree.topology.projects[k].parent_id for k in tree.projects.get_partition_keys()]
+    keys = tree.of_level("project").get_partition_keys()
+    seats = [tree.topology.leaves[k].parent_id for k in keys]
     # The projects of one seat are contiguous, so a seat's batch of leaves is one range.
     changes = sum(1 for a, b in zip(seats, seats[1:], strict=False) if a != b)
     assert changes == len(set(seats)) - 1

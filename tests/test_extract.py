@@ -6,12 +6,8 @@ import pytest
 
 from hltm_resources.engines.base import Hints
 from hltm_resources.engines.extractive.agents import ExtractiveAgents
-from hltm_resources.engines.extractive.documents import (
-    canonical_key,
-    document_facets,
-    feedback_event,
-    reconcile,
-)
+from hltm_resources.engines.extractive.documents import document_facets, feedback_event, reconcile
+from hltm_resources.engines.vocabulary import canonical_key
 from hltm_resources.models import Document, NodeInfo
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from hltm_resources.ids import InvalidIdError, check_raw_id, parse_node_id
+from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
 from hltm_resources.stores.vectors import subtree_filter
 
 
@@ -30,7 +31,14 @@ def test_valid_node_ids_parse(value):
 )
 def test_unsafe_or_malformed_ids_are_rejected(value):
     with pytest.raises(InvalidIdError):
-        parse_node_id(value)
+        parse_node_id(value, DEFAULT_SCHEMA)
+
+
+def test_the_levels_of_a_node_id_come_from_the_tree_schema():
+    four = TreeSchema.parse("org>team>seat>project")
+    assert str(parse_node_id("team:s1", four)) == "team:s1"
+    with pytest.raises(InvalidIdError, match="org, team, seat, project"):
+        parse_node_id("account:a1", four)
 
 
 def test_raw_id_error_names_the_field():

@@ -11,7 +11,9 @@ import pytest
 from hltm_resources.config import Settings
 from hltm_resources.engines.base import ContextItem, NodeContext, ParsedQuery, RetrievedContext
 from hltm_resources.stores.sot import read_snapshot
-from query.evaluation.runners import public
+from query.evaluation.data import public
+from query.evaluation.reports.public import markdown
+from query.evaluation.runners import public as public_runs
 
 # The public datasets are read where they lie, never copied: HLTM_PUBLIC_DATA, else the
 # checkout's sibling ../shared/data, else this workplace's /work/shared/data.
@@ -150,16 +152,16 @@ def _write(tmp_path: Path, name: str, records: list[dict]) -> Path:
 def test_locomo_loader_builds_a_valid_snapshot(tmp_path):
     data = public.load_locomo(_write(tmp_path, "locomo.json", locomo_fixture()))
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
-    assert [a["account_id"] for a in snap.accounts] == ["locomo"]
-    assert [s["seat_id"] for s in snap.seats] == ["conv-1"]
-    assert [p["project_id"] for p in snap.projects] == ["conv-1-s1", "conv-1-s2"]
-    assert "8 May, 2023" in snap.projects[0]["name"]
-    docs = {d["doc_id"]: d for d in snap.documents}
+    assert [a["account_id"] for a in snap.rows("accounts.jsonl")] == ["locomo"]
+    assert [s["seat_id"] for s in snap.rows("seats.jsonl")] == ["conv-1"]
+    assert [p["project_id"] for p in snap.rows("projects.jsonl")] == ["conv-1-s1", "conv-1-s2"]
+    assert "8 May, 2023" in snap.rows("projects.jsonl")[0]["name"]
+    docs = {d["doc_id"]: d for d in snap.rows("documents.jsonl")}
     assert list(docs) == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3", "conv-1:D2:1", "conv-1:D2:2"]
     assert docs["conv-1:D1:1"]["text"] == "Ana: I adopted a puppy named Biscuit last week."
     assert docs["conv-1:D1:3"]["text"].endswith("[image: a photo of a small brown dog]")
     assert docs["conv-1:D2:1"]["updated_at"] == "10:00 am on 9 June, 2023"
-    assert {d["kind"] for d in snap.documents} == {"turn"}
+    assert {d["kind"] for d in snap.rows("documents.jsonl")} == {"turn"}
     by_q = {q.question: q for q in data.questions}
     assert by_q["Where did Ben start pottery classes?"].gold == ("D1:2", "D2:1")
     # "D:2:02" normalizes to D2:2; "D8:6; D9:17" are two unknown ids, counted and skipped.
@@ -172,13 +174,13 @@ def test_locomo_loader_builds_a_valid_snapshot(tmp_path):
 def test_longmemeval_loader_builds_a_valid_snapshot(tmp_path):
     data = public.load_longmemeval(_write(tmp_path, "lme.json", longmemeval_fixture()))
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
-    assert [s["seat_id"] for s in snap.seats] == ["q1", "q2_abs", "q3"]
-    projects = [p["project_id"] for p in snap.projects]
+    assert [s["seat_id"] for s in snap.rows("seats.jsonl")] == ["q1", "q2_abs", "q3"]
+    projects = [p["project_id"] for p in snap.rows("projects.jsonl")]
     assert len(projects) == len(set(projects)) == 7
     # Unsafe characters are replaced, a session listed twice gets a distinct project.
     assert projects[:3] == ["q1-answer_s1", "q1-sess-2-x", "q1-sess-2-x-2"]
-    assert data.project_session["q1-sess-2-x-2"] == "sess 2/x"
-    assert len({d["doc_id"] for d in snap.documents}) == len(snap.documents) == 14
+    assert data.original_session["q1-sess-2-x-2"] == "sess 2/x"
+    assert len({d["doc_id"] for d in snap.rows("documents.jsonl")}) == len(snap.rows("documents.jsonl")) == 14
     q1, q2, q3 = data.questions
     assert q1.gold == ("answer_s1",) and q1.gold_turns == ("q1-answer_s1:0",)
     assert q2.skip == "abstention"
@@ -190,9 +192,9 @@ def test_limit_counts_samples(tmp_path):
     assert [q.qid for q in public.load_longmemeval(lme, limit=1).questions] == ["q1"]
     # Round-robin over question types: the second pick is the next type, not the next line.
     data = public.load_longmemeval(lme, limit=2)
-    assert [s["seat_id"] for s in data.seats] == ["q1", "q3"] and len(data.questions) == 2
+    assert [c[0] for c in data.conversations] == ["q1", "q3"] and len(data.questions) == 2
     locomo = public.load_locomo(_write(tmp_path, "locomo.json", locomo_fixture() * 2), limit=1)
-    assert len(locomo.seats) == 1 and len(locomo.questions) == 4
+    assert len(locomo.conversations) == 1 and len(locomo.questions) == 4
 
 
 def test_loaders_say_what_is_wrong(tmp_path):
@@ -243,14 +245,14 @@ def test_hltm_ranking_orders_provenance_by_item_score(tmp_path):
         [qa],
         [summary],
     )
-    assert public.hltm_ranked_docs(ctx, data) == [
+    assert public_runs.hltm_ranked_docs(ctx, data) == [
         "conv-1:D2:2",
         "conv-1:D2:1",
         "conv-1:D1:1",
         "conv-1:D1:2",
         "conv-1:D1:3",
     ]
-    expanded = public.hltm_ranked_docs(ctx, data, parents="expand")
+    expanded = public_runs.hltm_ranked_docs(ctx, data, parents="expand")
     assert expanded[:3] == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3"]
 
 
@@ -258,41 +260,41 @@ def test_hltm_ranking_orders_provenance_by_item_score(tmp_path):
 
 
 def _check_scores(out: dict, benchmark: str) -> None:
-    assert set(out["json"]) == {"hltm", "flat_rag"}
-    for row in out["json"].values():
+    assert set(out.scores) == {"hltm", "flat_rag"}
+    for row in out.scores.values():
         assert row["questions"] > 0
         ratios = {k: v for k, v in row.items() if "recall@" in k or k.startswith("token_f1")}
         assert {"recall@5", "recall@10"} <= set(ratios)
         assert all(0.0 <= v <= 1.0 for v in ratios.values()), ratios
         assert row["latency_p50_ms"] >= 0 and row["context_tokens@10"] >= 0
-    assert "| hltm |" in out["markdown"] and "| flat_rag |" in out["markdown"]
-    assert benchmark in out["markdown"]
+    assert "| hltm |" in markdown(out) and "| flat_rag |" in markdown(out)
+    assert benchmark in markdown(out)
 
 
 def test_run_public_locomo_end_to_end(tmp_path):
     path = _write(tmp_path, "locomo.json", locomo_fixture())
     settings = Settings(home=tmp_path / "home")
-    out = public.run_public(settings, "locomo", path)
+    out = public_runs.run_public(settings, "locomo", path)
     _check_scores(out, "locomo")
-    row = out["json"]["hltm"]
+    row = out.scores["hltm"]
     assert row["questions"] == 3 and row["adversarial_skipped"] == 1
     assert row["malformed_evidence"] == 2 and "token_f1" in row
-    assert "58.8%" in out["markdown"]
+    assert "58.8%" in markdown(out)
     assert {"recall@10_cat1", "recall@10_cat2", "recall@10_cat4"} <= set(row)
     # Same data file and limit: the built memory is reused.
     marker = tmp_path / "home" / "eval" / "locomo-all" / "public-data.txt"
     assert marker.is_file()
-    _, _, rebuilt = public.prepare(settings, "locomo", path)
+    _, _, rebuilt = public_runs.prepare(settings, "locomo", path)
     assert rebuilt is False
 
 
 def test_run_public_longmemeval_end_to_end(tmp_path):
     path = _write(tmp_path, "lme.json", longmemeval_fixture())
-    out = public.run_public(
+    out = public_runs.run_public(
         Settings(home=tmp_path / "home"), "longmemeval", path, show_progress=True
     )
     _check_scores(out, "longmemeval")
-    row = out["json"]["flat_rag"]
+    row = out.scores["flat_rag"]
     assert row["questions"] == 2 and row["abstention_skipped"] == 1
     assert {"turn_recall@5", "recall@5_multi-session", "context_tokens@25"} <= set(row)
     assert (tmp_path / "home" / "eval" / "longmemeval-all" / "public-data.txt").is_file()
@@ -300,7 +302,7 @@ def test_run_public_longmemeval_end_to_end(tmp_path):
 
 def test_unknown_benchmark(tmp_path):
     with pytest.raises(ValueError, match="unknown benchmark"):
-        public.run_public(Settings(home=tmp_path), "nope", tmp_path / "x.json")
+        public_runs.run_public(Settings(home=tmp_path), "nope", tmp_path / "x.json")
 
 
 # -- the shared datasets (skipped when absent) ----------------------------------------------
@@ -310,10 +312,10 @@ def test_unknown_benchmark(tmp_path):
 def test_locomo_dev_loads_as_a_valid_snapshot(tmp_path):
     data = public.load_locomo(LOCOMO_DEV)
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
-    assert len(snap.seats) == 5 and "conv-26" in {s["seat_id"] for s in snap.seats}
-    assert len(snap.documents) == len(data.doc_text)
+    assert len(snap.rows("seats.jsonl")) == 5 and "conv-26" in {s["seat_id"] for s in snap.rows("seats.jsonl")}
+    assert len(snap.rows("documents.jsonl")) == len(data.doc_text)
     # conv-26 has date keys for sessions 20-35 that hold no turns: no project for them.
-    assert "conv-26-s20" not in {p["project_id"] for p in snap.projects}
+    assert "conv-26-s20" not in {p["project_id"] for p in snap.rows("projects.jsonl")}
     assert len(data.questions) == 999
 
 
@@ -321,11 +323,11 @@ def test_locomo_dev_loads_as_a_valid_snapshot(tmp_path):
 def test_longmemeval_dev_loads_as_a_valid_snapshot(tmp_path):
     data = public.load_longmemeval(LONGMEMEVAL_DEV, limit=3)
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
-    assert len(snap.seats) == 3 and len(data.questions) == 3
+    assert len(snap.rows("seats.jsonl")) == 3 and len(data.questions) == 3
     for q in data.questions:
         sessions = {
-            data.project_session[p["project_id"]]
-            for p in snap.projects
+            data.original_session[p["project_id"]]
+            for p in snap.rows("projects.jsonl")
             if p["seat_id"] == q.scope.split(":", 1)[1]
         }
         assert set(q.gold) <= sessions

@@ -6,10 +6,12 @@ import shutil
 import dagster as dg
 
 from hltm_assets.definitions import build_definitions
-from hltm_resources.build.indexer import Indexer, Plan, PlanItem
+from hltm_resources.build.indexer import Indexer
+from hltm_resources.build.plan import Plan, PlanItem
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.build.nearline import decide
-from hltm_resources.stores.sot import Topology
+from hltm_resources.models import Topology
+from hltm_resources.schema import DEFAULT_SCHEMA
 from tests.conftest import write_jsonl
 
 
@@ -75,13 +77,13 @@ def test_a_topology_change_is_skipped_until_the_location_reloads(
 
 
 def _plan(*items: PlanItem) -> Plan:
-    plan = Plan()
+    plan = Plan(DEFAULT_SCHEMA)
     for item in items:
         plan.build[item.level].append(item)
     return plan
 
 
-EMPTY = Topology({}, {}, {})
+EMPTY = Topology.empty(DEFAULT_SCHEMA)
 
 
 def test_stale_parents_wait_for_automation_then_get_requested():
@@ -135,9 +137,6 @@ def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
         )
     defs = build_definitions(fresh_home)
     adaptation.approve(fresh_home, 1)
-    from hltm_assets.resources import forget_indexers
-
-    forget_indexers()
     result, _ = evaluate(defs, fresh_home)
     # Every leaf is stale (the hints version is in every input hash) and the leaves are
     # contiguous in partition order: one range run.

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
 
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
+from hltm_assets.cli.common import print_json
 from hltm_resources.config import Settings
-from query.evaluation.data.sample_world import generate_world, write_snapshot
 
 
 def _fresh(root: Path, name: str, snapshot: Path) -> Settings:
+    from hltm_resources.build.loading import load_snapshot
+
     settings = Settings(home=root / name)
     load_snapshot(settings, snapshot)
     return settings
@@ -24,7 +26,9 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
     ``single_runs`` leaves built one run per partition versus one partition-range run."""
     from hltm_assets.definitions import build_definitions, level_job_name
     from hltm_assets.runner import _QUIET, dagster_instance, run_index
+    from hltm_resources.build.indexer import Indexer
     from hltm_resources.embedding import make_embedder
+    from query.evaluation.data.sample_world import generate_world, write_snapshot
 
     world = generate_world(seed=seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -41,15 +45,14 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
         t0 = time.perf_counter()
         indexer = Indexer(plain)
         plan = indexer.plan()
-        reports = [
-            indexer.build(level, plan.keys(level)) for level in ("project", "seat", "account")
-        ]
+        reports = indexer.build_plan(plan)
         plain_total = time.perf_counter() - t0
 
-        keys = plan.keys("project")[:single_runs]
+        leaf = plain.schema.leaf.name
+        keys = plan.keys(leaf)[:single_runs]
         per = _fresh(root, "per-partition", snapshot)
         defs = build_definitions(per)
-        job = defs.resolve_job_def(level_job_name("project"))
+        job = defs.resolve_job_def(level_job_name(leaf))
         with dagster_instance(per) as instance:
             t0 = time.perf_counter()
             for key in keys:
@@ -60,7 +63,7 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
                 "dagster/asset_partition_range_end": keys[-1],
             }
             per2 = _fresh(root, "range", snapshot)
-            job2 = build_definitions(per2).resolve_job_def(level_job_name("project"))
+            job2 = build_definitions(per2).resolve_job_def(level_job_name(leaf))
         with dagster_instance(per2) as instance2:
             t0 = time.perf_counter()
             job2.execute_in_process(instance=instance2, tags=tags, run_config=_QUIET)
@@ -106,17 +109,17 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
 def bench_query(seed: int = 7, repeats: int = 3) -> dict:
     """Retrieval latency (no LLM) on the demo tree: the first question of a process, the first
     question in each scope, and later questions; flat document search timed in the same run."""
+    from hltm_resources.build.loading import load_and_build
     from query import Memory
-    from query.evaluation.data.sample_world import make_queries
+    from query.evaluation.data.sample_world import generate_world, make_queries, write_snapshot
     from query.evaluation.metrics import percentile
     from query.evaluation.runners.baselines import ChunkIndex
-    from query.evaluation.runners.build import build_memory
 
     world = generate_world(seed=seed)
     queries = make_queries(world, seed=seed)
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp) / "home")
-        build_memory(settings, write_snapshot(world, Path(tmp) / "snapshot"))
+        load_and_build(settings, write_snapshot(world, Path(tmp) / "snapshot"))
         mem = Memory(settings, log_queries=False)
         t0 = time.perf_counter()
         mem.retrieve(queries[0]["question"], scope=queries[0]["scope"])
@@ -168,10 +171,10 @@ def bench_incremental(
     """A few thousand projects: full build, then ``change`` of the leaves edited; incremental
     index vs a full rebuild of the same snapshot (both through Dagster, same run), engine calls
     and wall time side by side, and whether the two trees are identical."""
-    from hltm_assets.resources import forget_indexers
     from hltm_assets.runner import run_index
+    from hltm_resources.build.loading import load_snapshot
     from hltm_resources.build.verify import verify
-    from query.evaluation.data.sample_world import evolve
+    from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
 
     world = generate_world(
         seed=seed, accounts=accounts, seats_per_account=seats, projects_per_seat=projects
@@ -185,12 +188,10 @@ def bench_incremental(
         load_snapshot(inc, v2_dir)
         # Both timed runs start cold, as a new process would: no vectors cached by text
         # from the first build (the embedder model itself stays loaded for both).
-        forget_indexers()
         t0 = time.perf_counter()
         incremental = run_index(inc)
         inc_s = time.perf_counter() - t0
         full_home = _fresh(root, "full", v2_dir)
-        forget_indexers()
         t0 = time.perf_counter()
         full = run_index(full_home)
         full_s = time.perf_counter() - t0
@@ -246,3 +247,21 @@ def bench_incremental(
         "verify_nodes": report.nodes,
         "incremental_tree_equals_full_rebuild_tree": same_as_full,
     }
+
+
+BENCHMARKS = {"index": bench_index, "query": bench_query, "incremental": bench_incremental}
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    run = BENCHMARKS[args.which]
+    result = run() if args.which == "incremental" else run(seed=args.seed)
+    print_json(result) if args.json else print(json.dumps(result, indent=2))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="speed benchmarks (results go in BENCHMARKS.md)")
+    p.add_argument("which", choices=sorted(BENCHMARKS))
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)

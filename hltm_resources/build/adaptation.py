@@ -107,14 +107,14 @@ def to_template(question: str, vocabulary: ScopeVocabulary) -> tuple[str, list[s
     return template, keys
 
 
-def _vocabulary(con) -> ScopeVocabulary:
+def _vocabulary(con, count_key: str) -> ScopeVocabulary:
     values: dict[str, list[str]] = {}
     for key, value in con.execute(
-        "SELECT DISTINCT key, value FROM mem_facets WHERE key <> 'project_count' "
-        "ORDER BY key, value"
+        "SELECT DISTINCT key, value FROM mem_facets WHERE key <> ? ORDER BY key, value",
+        [count_key],
     ).fetchall():
         values.setdefault(key, []).append(value)
-    return ScopeVocabulary(values)
+    return ScopeVocabulary(values, (count_key,))
 
 
 def _cluster(templates: list[str], embedder: Embedder, threshold: float) -> list[int]:
@@ -152,7 +152,7 @@ def mine(
             "WHERE asked_at >= ? AND asked_at <= ? ORDER BY asked_at",
             [start, now],
         ).fetchall()
-        vocabulary = _vocabulary(con)
+        vocabulary = _vocabulary(con, settings.schema.leaf_count_key)
     # One (scope, question) pair is one query, however often it was asked.
     distinct: dict[tuple[str, str], list[str]] = {}
     for scope, question, keys in rows:
@@ -239,7 +239,7 @@ def propose(
 ) -> tuple[Proposal, bool]:
     """Mine and store a new proposal unless it equals the active hints; (proposal, created)."""
     mined = mine(settings, params, now, embedder)
-    database.init_schema(settings.duckdb_path)
+    database.init_schema(settings.duckdb_path, settings.schema)
     with database.connect(settings.duckdb_path) as con, database.transaction(con):
         ensure_schema(con)
         current = active(con)

@@ -26,7 +26,7 @@ class CheckResult:
 def check_level(settings: Settings, level: str) -> CheckResult:
     """Every node of ``level`` has facets, QA pairs and a summary, and as many vectors."""
     with database.connect(settings.duckdb_path, read_only=True) as con:
-        nodes = [n.node_id for n in read_topology(con).level(level).values()]
+        nodes = [n.node_id for n in read_topology(con, settings.schema).level(level).values()]
         built = {
             r[0]
             for r in con.execute(

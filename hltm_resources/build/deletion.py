@@ -23,15 +23,16 @@ from hltm_resources.stores.sot import read_topology
 @dataclass(frozen=True)
 class DeleteReport:
     node_id: str
-    projects: tuple[str, ...]
+    leaves: tuple[str, ...]
     documents: int
     erased_nodes: tuple[str, ...]
     invalidated: tuple[str, ...]
+    leaf_plural: str
 
     def as_dict(self) -> dict:
         return {
             "node_id": self.node_id,
-            "projects_deleted": len(self.projects),
+            f"{self.leaf_plural}_deleted": len(self.leaves),
             "documents_deleted": self.documents,
             "memory_nodes_erased": len(self.erased_nodes),
             "ancestors_to_rebuild": list(self.invalidated),
@@ -39,41 +40,36 @@ class DeleteReport:
 
 
 def delete_node(settings: Settings, node: str) -> DeleteReport:
-    """Erase ``node`` (``project:``, ``seat:`` or ``account:``) and its subtree."""
-    target = parse_node_id(node)
+    """Erase ``node`` (a node id of any level) and its subtree; its ancestors are emptied and
+    marked for rebuild."""
+    schema = settings.schema
+    target = parse_node_id(node, schema)
     with database.connect(settings.duckdb_path) as con, database.transaction(con):
-        topo = read_topology(con)
+        topo = read_topology(con, schema)
         info = topo.node(str(target))
         if info is None:
             raise ScopeError(f"{target} is not in the source of truth; nothing was deleted")
-        if target.level == "project":
-            projects, seats, accounts = [target.raw], [], []
-        elif target.level == "seat":
-            projects = [p.raw_id for p in topo.children(info)]
-            seats, accounts = [target.raw], []
-        else:
-            seats = [s.raw_id for s in topo.children(info)]
-            projects = [p.raw_id for s in seats for p in topo.children(topo.seats[s])]
-            accounts = [target.raw]
+        subtree = [info, *topo.descendants(info)]
+        leaves = [n.raw_id for n in subtree if schema.is_leaf(n.level)]
+        leaf_field = schema.leaf.id_field
         n_docs = con.execute(
-            "SELECT count(*) FROM sot_documents WHERE project_id IN (SELECT unnest(?))", [projects]
+            f"SELECT count(*) FROM sot_documents WHERE {leaf_field} IN (SELECT unnest(?))",
+            [leaves],
         ).fetchone()[0]
-        con.execute("DELETE FROM sot_documents WHERE project_id IN (SELECT unnest(?))", [projects])
-        con.execute("DELETE FROM sot_projects WHERE project_id IN (SELECT unnest(?))", [projects])
-        con.execute("DELETE FROM sot_seats WHERE seat_id IN (SELECT unnest(?))", [seats])
-        con.execute("DELETE FROM sot_accounts WHERE account_id IN (SELECT unnest(?))", [accounts])
-        states = read_states(con)
-        gone = sorted(
-            {f"project:{p}" for p in projects}
-            | {f"seat:{s}" for s in seats}
-            | {f"account:{a}" for a in accounts}
+        con.execute(
+            f"DELETE FROM sot_documents WHERE {leaf_field} IN (SELECT unnest(?))", [leaves]
         )
-        invalidate = []
-        parent = info.parent_id
-        while parent is not None:
-            invalidate.append(parent)
-            parent = topo.node(parent).parent_id
+        for level in schema.levels:
+            ids = [n.raw_id for n in subtree if n.level == level.name]
+            con.execute(
+                f"DELETE FROM {level.table} WHERE {level.id_field} IN (SELECT unnest(?))", [ids]
+            )
+        states = read_states(con)
+        gone = sorted(n.node_id for n in subtree)
+        invalidate = [a.node_id for a in topo.ancestors(info)]
         scrub_database(con, [n for n in gone if n in states], invalidate, gone)
     erase_everywhere(settings, gone + invalidate)
     database.rewrite_file(settings.duckdb_path)
-    return DeleteReport(str(target), tuple(projects), n_docs, tuple(gone), tuple(invalidate))
+    return DeleteReport(
+        str(target), tuple(leaves), n_docs, tuple(gone), tuple(invalidate), schema.leaf.plural
+    )

@@ -1,9 +1,9 @@
-"""Building memory: what needs rebuilding (the plan) and building a batch of nodes of one level.
+"""Building memory: the plan of what to rebuild, and building a batch of nodes of one level.
 
-These are the plain functions the Dagster assets call. A leaf's input hash covers its name and
-documents; a parent's covers its name and its children's memory hashes. Both also cover the
-engine, the embedding model and the adaptation hints version, so changing any of them
-rebuilds exactly what it affects.
+The :class:`Indexer` is what the Dagster assets, the CLI, ``hltm verify``, the tests and the
+evaluation all build with. A leaf's input hash covers its name and documents; a parent's covers
+its name and its children's memory hashes. Both also cover the engine, the embedding model and
+the adaptation hints version, so changing any of them rebuilds exactly what it affects.
 """
 
 from __future__ import annotations
@@ -20,24 +20,25 @@ from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, make_agents
 from hltm_resources.build.hints import load_active_hints
-from hltm_resources.ids import LEVELS
+from hltm_resources.build.plan import Plan, make_plan
+from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
 from hltm_resources.stores.memory_rows import (
-    INVALIDATED,
     BuildMeta,
     NodeState,
+    erase_rows,
     read_memories,
     read_states,
     write_memories,
 )
-from hltm_resources.models import Document, Memory, NodeInfo, stable_hash
-from hltm_resources.stores.sot import Topology, read_documents, read_topology
-from hltm_resources.stores.vectors import TABLES, VectorStore
+from hltm_resources.stores.sot import read_documents, read_topology
+from hltm_resources.stores.vectors import TABLES, VectorStore, table_schema
 
 INPUT_HASH_VERSION = 1
 CHUNK = 48
 EMBED_CACHE_SIZE = 50_000
 
 Progress = Callable[[int], None]
+BuildLevel = Callable[[str, Sequence[str]], object]
 
 
 class StaleTopologyError(RuntimeError):
@@ -56,55 +57,6 @@ class NodeBuildError(RuntimeError):
             f"{len(failures)} node(s) failed ({built} built and stored; the failed "
             f"ones keep their last good memory): {shown}{more}"
         )
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    node_id: str
-    level: str
-    raw_id: str
-    reason: str
-    #: The node's current input hash where it is known before building (leaves; parents whose
-    #: children are all built); "" otherwise.
-    input_hash: str = ""
-
-
-@dataclass
-class Plan:
-    """Nodes to build per level (in path order) and nodes to purge."""
-
-    build: dict[str, list[PlanItem]] = field(default_factory=lambda: {lv: [] for lv in LEVELS})
-    purge: list[str] = field(default_factory=list)
-    orphan_vectors: list[str] = field(default_factory=list)
-
-    def keys(self, level: str) -> list[str]:
-        return [i.raw_id for i in self.build[level]]
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "leaves": len(self.build["project"]),
-            "seats": len(self.build["seat"]),
-            "accounts": len(self.build["account"]),
-            "purged": len(self.purge),
-        }
-
-    @property
-    def empty(self) -> bool:
-        return not any(self.build.values()) and not self.purge and not self.orphan_vectors
-
-    def as_dict(self) -> dict:
-        return {
-            "build": {
-                lv: [
-                    {"node_id": i.node_id, "reason": i.reason, "input_hash": i.input_hash}
-                    for i in items
-                ]
-                for lv, items in self.build.items()
-            },
-            "purge": list(self.purge),
-            "orphan_vectors": list(self.orphan_vectors),
-            "counts": self.counts(),
-        }
 
 
 @dataclass
@@ -154,11 +106,12 @@ class Indexer:
         write_vectors: bool = True,
     ):
         self.settings = settings
+        self.schema = settings.schema
         self.write_vectors = write_vectors
         self._vec_cache: dict[str, np.ndarray] = {}
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
-        database.init_schema(settings.duckdb_path)
+        database.init_schema(settings.duckdb_path, self.schema)
         self._fixed_hints = hints is not None
         self.hints = hints if hints is not None else Hints()
         self.refresh_hints()
@@ -198,42 +151,42 @@ class Indexer:
         self.vectors.check_model()
         self.refresh_hints()
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            topo = read_topology(con)
+            topo = read_topology(con, self.schema)
             states = read_states(con)
-            docs = read_documents(con, list(topo.projects))
-        plan = Plan()
-        leaf_dirty: set[str] = set()
-        for raw, node in topo.projects.items():
-            st = states.get(node.node_id)
-            leaf_hash = self.leaf_hash(node, docs[raw])
-            reason = _reason(full, st, leaf_hash, node)
-            if reason:
-                plan.build["project"].append(
-                    PlanItem(node.node_id, "project", raw, reason, leaf_hash)
-                )
-                leaf_dirty.add(node.node_id)
-        known = {n.node_id for lv in LEVELS for n in topo.level(lv).values()}
-        plan.purge = sorted(n for n in states if n not in known)
+            docs = read_documents(con, self.schema, list(topo.leaves))
         vector_ids: set[str] = set()
         for name in TABLES:
             vector_ids |= self.vectors.node_ids(name)
-        live = {n for n, s in states.items() if s.input_hash != INVALIDATED}
-        plan.orphan_vectors = sorted(vector_ids - live - set(plan.purge))
-        dirty = set(leaf_dirty)
-        for level in ("seat", "account"):
-            for raw, node in topo.level(level).items():
-                st = states.get(node.node_id)
-                children = topo.children(node)
-                reason = _reason(full, st, None, node)
-                if not reason:
-                    reason = _child_reason(node, children, states, dirty)
-                current = self.parent_hash(node, children, states)
-                if not reason and st.input_hash != current:
-                    reason = "inputs changed"
-                if reason:
-                    known = "" if any(c.node_id in dirty for c in children) else current
-                    plan.build[level].append(PlanItem(node.node_id, level, raw, reason, known))
-                    dirty.add(node.node_id)
+        return make_plan(
+            topo,
+            states,
+            leaf_hash=lambda node: self.leaf_hash(node, docs[node.raw_id]),
+            parent_hash=self.parent_hash,
+            vector_ids=vector_ids,
+            full=full,
+        )
+
+    def build_plan(self, plan: Plan, build_level: BuildLevel | None = None) -> list:
+        """Build what ``plan`` says, level by level from the leaves up; returns what each
+        level's build returned.
+
+        ``build_level(level, raw_ids)`` builds one level's nodes: :meth:`build` by default; the
+        CLI passes one that materializes them through Dagster.
+        """
+        self.purge(plan.purge)
+        if plan.orphan_vectors:
+            self.vectors.delete_nodes(plan.orphan_vectors)
+        build_level = build_level or self.build
+        return [
+            build_level(level, plan.keys(level))
+            for level in self.schema.bottom_up
+            if plan.keys(level)
+        ]
+
+    def build_all(self, full: bool = False) -> Plan:
+        """Plan, then build the plan (no Dagster); returns the plan."""
+        plan = self.plan(full=full)
+        self.build_plan(plan)
         return plan
 
     # -- building ------------------------------------------------------------------------
@@ -250,7 +203,7 @@ class Indexer:
         self.refresh_hints()
         usage_before = self.agents.usage.snapshot()
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            topo = read_topology(con)
+            topo = read_topology(con, self.schema)
         nodes = _resolve(topo, level, raw_ids)
         if expected_children is not None:
             _check_children(topo, level, nodes, expected_children)
@@ -268,7 +221,7 @@ class Indexer:
         return report
 
     def _memory_of(self, level: str, node: NodeInfo, docs, kids, memories, states):
-        if level == "project":
+        if self.schema.is_leaf(level):
             node_docs = docs[node.raw_id]
             memory = self.agents.build_leaf(node, node_docs, self.hints)
             return node, memory, self.leaf_hash(node, node_docs), len(node_docs)
@@ -288,8 +241,8 @@ class Indexer:
         t0 = time.perf_counter()
         docs = kids = memories = states = None
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            if level == "project":
-                docs = read_documents(con, [n.raw_id for n in chunk])
+            if self.schema.is_leaf(level):
+                docs = read_documents(con, self.schema, [n.raw_id for n in chunk])
             else:
                 states = read_states(con)
                 kids = {n.node_id: topo.children(n) for n in chunk}
@@ -433,8 +386,6 @@ class Indexer:
         return np.stack([self._vec_cache[t] for t in texts])
 
     def vectors_schema(self, name: str) -> pa.Schema:
-        from hltm_resources.stores.vectors import table_schema
-
         return table_schema(name, self.embedder.model_id, self.embedder.dim)
 
     def purge(self, node_ids: Sequence[str]) -> None:
@@ -442,47 +393,9 @@ class Indexer:
         ids = list(node_ids)
         if not ids:
             return
-        from hltm_resources.stores.memory_rows import erase_rows
-
         self.vectors.delete_nodes(ids)
         with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
             erase_rows(con, ids)
-
-
-def _reason(full: bool, st: NodeState | None, new_hash: str | None, node: NodeInfo) -> str:
-    if full:
-        return "full rebuild"
-    if st is None:
-        return "new"
-    if st.input_hash == INVALIDATED:
-        return "invalidated by a deletion below it"
-    if new_hash is not None and st.input_hash != new_hash:
-        return "inputs changed"
-    if st.parent_id != node.parent_id or st.path != node.path:
-        return f"moved from {st.parent_id}"
-    return ""
-
-
-def _child_reason(
-    node: NodeInfo, children: list[NodeInfo], states: dict[str, NodeState], dirty: set[str]
-) -> str:
-    rebuilt = sorted(c.node_id for c in children if c.node_id in dirty)
-    current = {c.node_id for c in children}
-    left = sorted(n for n, s in states.items() if s.parent_id == node.node_id and n not in current)
-    parts = []
-    if rebuilt:
-        parts.append(
-            "child rebuilt: "
-            + ", ".join(rebuilt[:5])
-            + (f" (+{len(rebuilt) - 5})" if len(rebuilt) > 5 else "")
-        )
-    if left:
-        parts.append(
-            "child removed: "
-            + ", ".join(left[:5])
-            + (f" (+{len(left) - 5})" if len(left) > 5 else "")
-        )
-    return "; ".join(parts)
 
 
 def _resolve(topo: Topology, level: str, raw_ids: Sequence[str]) -> list[NodeInfo]:

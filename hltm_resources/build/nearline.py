@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hltm_resources.build.indexer import Plan
-from hltm_resources.models import stable_hash
-from hltm_resources.stores.sot import Topology
+from hltm_resources.build.plan import Plan, PlanItem
+from hltm_resources.models import Topology, stable_hash
 
 GRACE_S = 180.0
 
@@ -41,7 +40,7 @@ class Decision:
 def topology_change(loaded: Topology, now: Topology) -> str | None:
     """A description of how the tree changed since ``loaded``, or None if it did not."""
     parts = []
-    for level in ("account", "seat", "project"):
+    for level in now.schema.names:
         a, b = loaded.level(level), now.level(level)
         added, removed = sorted(set(b) - set(a)), sorted(set(a) - set(b))
         moved = sorted(k for k in set(a) & set(b) if a[k].parent_id != b[k].parent_id)
@@ -75,72 +74,72 @@ def decide(
             ),
             cursor=cursor,
         )
-    decision = Decision()
-    first_seen: dict[str, list] = dict(cursor.get("stale_since", {}))
-    still_stale: dict[str, list] = {}
-    leaves = plan.build["project"]
-    if order is not None and len(leaves) > 1:
-        # Many changed leaves (new hints, a bulk edit): one run per contiguous range of
-        # partitions instead of one run per leaf.
-        by_key = {i.raw_id: i for i in leaves}
-        position = {k: n for n, k in enumerate(order)}
-        keys = sorted(by_key, key=lambda k: position.get(k, -1))
-        runs: list[list[str]] = []
-        for k in keys:
-            if runs and position.get(k, -2) == position.get(runs[-1][-1], -3) + 1:
-                runs[-1].append(k)
-            else:
-                runs.append([k])
-        for run in runs:
-            digest = stable_hash([by_key[k].input_hash for k in run])[:16]
-            if len(run) == 1:
-                item = by_key[run[0]]
-                decision.requests.append(
-                    Request(
-                        "project",
-                        item.raw_id,
-                        f"{item.node_id}:{item.input_hash[:16]}",
-                        item.reason,
-                    )
-                )
-            else:
-                decision.requests.append(
-                    Request(
-                        "project",
-                        run[0],
-                        f"project:{run[0]}..{run[-1]}:{digest}",
-                        f"{len(run)} leaves: {by_key[run[0]].reason}",
-                        end=run[-1],
-                    )
-                )
-    else:
-        for item in leaves:
-            key = f"{item.node_id}:{item.input_hash[:16]}"
-            decision.requests.append(Request("project", item.raw_id, key, item.reason))
-    for level in ("seat", "account"):
-        for item in plan.build[level]:
-            if not item.input_hash:
-                continue  # a child is about to be rebuilt; automation follows it
-            key = f"{item.node_id}:{item.input_hash[:16]}"
-            if item.reason.startswith("invalidated"):
-                decision.requests.append(Request(level, item.raw_id, key, item.reason))
-                continue
-            since = first_seen.get(item.node_id)
-            if since is None or since[0] != key:
-                since = [key, now]
-            still_stale[item.node_id] = since
-            if now - since[1] >= grace:
-                decision.requests.append(
-                    Request(
-                        level,
-                        item.raw_id,
-                        key,
-                        f"{item.reason}; still stale after {grace:.0f} s "
-                        "(automation did not follow)",
-                    )
-                )
+    decision = Decision(requests=leaf_requests(plan, order))
+    parents, still_stale = parent_requests(plan, cursor.get("stale_since", {}), now, grace)
+    decision.requests += parents
     decision.cursor = {"stale_since": still_stale}
     if not decision.requests:
         waiting = f"; {len(still_stale)} parent(s) left to automation" if still_stale else ""
         decision.skip_reason = f"memory is up to date with the source of truth{waiting}"
     return decision
+
+
+def leaf_requests(plan: Plan, order: list[str] | None) -> list[Request]:
+    """One run per changed leaf, or with ``order`` one run per contiguous range of them (a
+    bulk edit or new hints: one run per range instead of one per leaf)."""
+    leaves = plan.build[plan.schema.leaf.name]
+    if order is None or len(leaves) <= 1:
+        return [_one(item, item.reason) for item in leaves]
+    by_key = {i.raw_id: i for i in leaves}
+    position = {k: n for n, k in enumerate(order)}
+    keys = sorted(by_key, key=lambda k: position.get(k, -1))
+    runs: list[list[str]] = []
+    for k in keys:
+        if runs and position.get(k, -2) == position.get(runs[-1][-1], -3) + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    out = []
+    for run in runs:
+        first = by_key[run[0]]
+        if len(run) == 1:
+            out.append(_one(first, first.reason))
+            continue
+        digest = stable_hash([by_key[k].input_hash for k in run])[:16]
+        key = f"{first.level}:{run[0]}..{run[-1]}:{digest}"
+        reason = f"{len(run)} leaves: {first.reason}"
+        out.append(Request(first.level, run[0], key, reason, end=run[-1]))
+    return out
+
+
+def parent_requests(
+    plan: Plan, first_seen: dict[str, list], now: float, grace: float
+) -> tuple[list[Request], dict[str, list]]:
+    """Parents automation should have rebuilt by now, and those emptied by a deletion (eager
+    never fires on a deletion); plus, per stale parent, since when (the new cursor)."""
+    requests: list[Request] = []
+    still_stale: dict[str, list] = {}
+    for level in plan.schema.parents_bottom_up:
+        for item in plan.build[level]:
+            if not item.input_hash:
+                continue  # a child is about to be rebuilt; automation follows it
+            if item.reason.startswith("invalidated"):
+                requests.append(_one(item, item.reason))
+                continue
+            key = _run_key(item)
+            since = first_seen.get(item.node_id)
+            if since is None or since[0] != key:
+                since = [key, now]
+            still_stale[item.node_id] = since
+            if now - since[1] >= grace:
+                why = f"{item.reason}; still stale after {grace:.0f} s (automation did not follow)"
+                requests.append(_one(item, why))
+    return requests, still_stale
+
+
+def _run_key(item: PlanItem) -> str:
+    return f"{item.node_id}:{item.input_hash[:16]}"
+
+
+def _one(item: PlanItem, reason: str) -> Request:
+    return Request(item.level, item.raw_id, _run_key(item), reason)

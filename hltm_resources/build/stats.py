@@ -12,10 +12,10 @@ def tree_stats(settings: Settings) -> dict:
     with database.connect(settings.duckdb_path, read_only=True) as con:
         sot = {
             t: con.execute(f"SELECT count(*) FROM sot_{t}").fetchone()[0]
-            for t in ("accounts", "seats", "projects", "documents")
+            for t in database.sot_tables(settings.schema)
         }
         levels: dict[str, dict[str, int]] = {}
-        for level in ("account", "seat", "project"):
+        for level in settings.schema.names:
             row = con.execute(
                 """SELECT count(*),
                    (SELECT count(*) FROM memory_facets f JOIN memory_nodes n USING (node_id)
@@ -47,8 +47,7 @@ def tree_stats(settings: Settings) -> dict:
 def format_stats(stats: dict) -> str:
     """A small table of the tree for terminals."""
     lines = [f"{'level':<9}{'nodes':>7}{'facets':>9}{'qa':>7}{'summaries':>11}"]
-    for level in ("account", "seat", "project"):
-        c = stats["levels"][level]
+    for level, c in stats["levels"].items():
         lines.append(f"{level:<9}{c['nodes']:>7}{c['facets']:>9}{c['qa']:>7}{c['summaries']:>11}")
     v = stats["vectors"]
     lines.append(

@@ -23,7 +23,6 @@ from hltm_resources.build.hints import load_active_hints
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore
 
-_SOT = ("sot_accounts", "sot_seats", "sot_projects", "sot_documents")
 
 
 @dataclass
@@ -52,9 +51,12 @@ def full_rebuild(settings: Settings, scratch: Path) -> Settings:
     from hltm_resources.build.indexer import Indexer
 
     target = settings.with_home(scratch)
-    database.init_schema(target.duckdb_path)
+    database.init_schema(target.duckdb_path, settings.schema)
     with database.connect(settings.duckdb_path, read_only=True) as src:
-        tables = {t: src.sql(f"SELECT * FROM {t}").to_arrow_table() for t in _SOT}
+        tables = {
+            f"sot_{t}": src.sql(f"SELECT * FROM sot_{t}").to_arrow_table()
+            for t in database.sot_tables(settings.schema)
+        }
         hints = load_active_hints(src)
     with database.connect(target.duckdb_path) as dst, database.transaction(dst):
         for name, table in tables.items():
@@ -69,8 +71,7 @@ def full_rebuild(settings: Settings, scratch: Path) -> Settings:
         hints=hints,
         write_vectors=False,
     )
-    for level in ("project", "seat", "account"):
-        indexer.build(level, indexer.plan().keys(level))
+    indexer.build_all()
     return target
 
 

@@ -40,7 +40,7 @@ def make_agents(settings: Settings) -> MemoryAgents:
     if settings.engine == "extractive":
         from hltm_resources.engines.extractive.agents import ExtractiveAgents
 
-        return ExtractiveAgents()
+        return ExtractiveAgents(settings.schema)
     from hltm_resources.engines.llm.agents import OpenAIAgents
 
     return OpenAIAgents.from_settings(settings)

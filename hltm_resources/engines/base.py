@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
+from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class ScopeVocabulary:
     """The facet keys and values that exist inside one scope (never outside it)."""
 
     values: dict[str, list[str]] = field(default_factory=dict)
+    #: Keys that count leaves (``project_count``): never a constraint a question states.
+    count_keys: tuple[str, ...] = ()
 
     @property
     def keys(self) -> list[str]:
@@ -150,7 +153,8 @@ class MemoryAgents(ABC):
     #: Identifies the engine and its prompt/template version; part of every input hash.
     engine_id: str = "abstract"
 
-    def __init__(self) -> None:
+    def __init__(self, schema: TreeSchema = DEFAULT_SCHEMA) -> None:
+        self.schema = schema
         self.usage = Usage()
 
     # -- indexing ------------------------------------------------------------------------

@@ -13,26 +13,19 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
+from hltm_resources.schema import DEFAULT_TREE
+
+if TYPE_CHECKING:
+    from hltm_resources.schema import TreeSchema
+
 SCHEMA_VERSION = 1
 
-SCHEMA = """
+MEMORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS hltm_meta (key VARCHAR, value VARCHAR);
-CREATE TABLE IF NOT EXISTS sot_accounts (account_id VARCHAR NOT NULL, name VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS sot_seats (
-    seat_id VARCHAR NOT NULL, account_id VARCHAR NOT NULL, name VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS sot_projects (
-    project_id VARCHAR NOT NULL, seat_id VARCHAR NOT NULL, name VARCHAR NOT NULL,
-    updated_at VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS sot_documents (
-    doc_id VARCHAR NOT NULL, project_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
-    text VARCHAR NOT NULL, updated_at VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS sot_loads (
-    load_id INTEGER, loaded_at TIMESTAMP, source VARCHAR, accounts INTEGER, seats INTEGER,
-    projects INTEGER, documents INTEGER, added INTEGER, changed INTEGER, deleted INTEGER,
-    moved INTEGER);
 CREATE TABLE IF NOT EXISTS mem_nodes (
     node_id VARCHAR NOT NULL, level VARCHAR NOT NULL, name VARCHAR, parent_id VARCHAR,
     path VARCHAR NOT NULL, input_hash VARCHAR NOT NULL, memory_hash VARCHAR NOT NULL,
@@ -66,6 +59,28 @@ CREATE OR REPLACE VIEW memory_qa AS
 CREATE OR REPLACE VIEW memory_summaries AS
     SELECT node_id, detailed, concise, source_ids FROM mem_summaries;
 """
+
+
+def sot_ddl(schema: TreeSchema) -> str:
+    """The source-of-truth tables of a tree schema: one per snapshot file, all columns text."""
+    statements = []
+    for file, fields in schema.files.items():
+        columns = ", ".join(f"{f} VARCHAR NOT NULL" for f in fields)
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS sot_{file.removesuffix('.jsonl')} ({columns});"
+        )
+    counts = ", ".join(f"{name} INTEGER" for name in sot_tables(schema))
+    statements.append(
+        "CREATE TABLE IF NOT EXISTS sot_loads (load_id INTEGER, loaded_at TIMESTAMP, "
+        f"source VARCHAR, {counts}, added INTEGER, changed INTEGER, deleted INTEGER, "
+        "moved INTEGER);"
+    )
+    return "\n".join(statements)
+
+
+def sot_tables(schema: TreeSchema) -> list[str]:
+    """The SOT table names without the ``sot_`` prefix, root first, documents last."""
+    return [file.removesuffix(".jsonl") for file in schema.files]
 
 
 class StoreBusyError(RuntimeError):
@@ -115,17 +130,44 @@ def connect(
         con.close()
 
 
-def init_schema(path: Path) -> None:
-    """Create tables and views if missing (idempotent)."""
+def init_schema(path: Path, schema: TreeSchema) -> None:
+    """Create tables and views if missing (idempotent); a home keeps the tree it was made with."""
+    if path.exists():
+        with connect(path, read_only=True) as con:
+            if _recorded(con, "schema_version") is not None:
+                _check(path, con, schema)
+                return
     with connect(path) as con:
-        con.execute(SCHEMA)
-        row = con.execute("SELECT value FROM hltm_meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            con.execute("INSERT INTO hltm_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{path} has schema version {row[0]}, this HLTM expects {SCHEMA_VERSION}"
-            )
+        con.execute(MEMORY_SCHEMA)
+        con.execute(sot_ddl(schema))
+        for key, value in (("schema_version", str(SCHEMA_VERSION)), ("tree", schema.spec)):
+            if _recorded(con, key) is None:
+                con.execute("INSERT INTO hltm_meta VALUES (?, ?)", [key, value])
+        _check(path, con, schema)
+
+
+def _recorded(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "hltm_meta" not in tables:
+        return None
+    row = con.execute("SELECT value FROM hltm_meta WHERE key = ?", [key]).fetchone()
+    return row[0] if row else None
+
+
+def _check(path: Path, con: duckdb.DuckDBPyConnection, schema: TreeSchema) -> None:
+    version = _recorded(con, "schema_version")
+    if version is not None and int(version) != SCHEMA_VERSION:
+        raise RuntimeError(
+            f"{path} has schema version {version}, this HLTM expects {SCHEMA_VERSION}"
+        )
+    tree = _recorded(con, "tree") or DEFAULT_TREE  # homes made before schemas were data
+    if tree != schema.spec:
+        from hltm_resources.config import ConfigError
+
+        raise ConfigError(
+            f"{path} holds a tree {tree!r}, but this run uses {schema.spec!r}: set "
+            f"HLTM_TREE={tree!r} (or Settings(tree=...)) to work with this home"
+        )
 
 
 def rewrite_file(path: Path, timeout_s: float = 60.0) -> None:

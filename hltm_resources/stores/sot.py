@@ -1,47 +1,42 @@
 """The source of truth (SOT): snapshot files, their validation, and loading them into DuckDB.
 
-A snapshot is a directory of four JSONL files (the public contract, see README):
+A snapshot is a directory of JSONL files, one per level of the tree schema plus
+``documents.jsonl`` (the public contract, see README and :mod:`hltm_resources.schema`); for the
+default tree:
 
 - ``accounts.jsonl``: ``{"account_id", "name"}``
 - ``seats.jsonl``: ``{"seat_id", "account_id", "name"}``
 - ``projects.jsonl``: ``{"project_id", "seat_id", "name", "updated_at"}``
 - ``documents.jsonl``: ``{"doc_id", "project_id", "kind", "text", "updated_at"}``
 
-A snapshot is the whole truth: loading it upserts every row, deletes projects (and their
-documents) that it no longer lists, and moves projects whose ``seat_id`` changed. Everything is
+A snapshot is the whole truth: loading it upserts every row, deletes leaves (and their
+documents) that it no longer lists, and moves leaves whose parent changed. Everything is
 validated before anything is written, and the write is one transaction.
+
+Each line is parsed by Python's strict JSON decoder (polars' and DuckDB's readers accept
+numbers where strings are required and rewrite lone surrogates); everything after parsing (id
+checks, duplicates, parent references, content digests, the insert) runs on polars frames.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
+import polars as pl
 
 from hltm_resources.ids import check_doc_id, check_raw_id
-from hltm_resources.models import Document, NodeInfo, stable_hash
+from hltm_resources.models import Document, NodeInfo, Topology
+from hltm_resources.schema import DEFAULT_SCHEMA, DOCUMENTS, TreeSchema
 
-FILES: dict[str, tuple[str, ...]] = {
-    "accounts.jsonl": ("account_id", "name"),
-    "seats.jsonl": ("seat_id", "account_id", "name"),
-    "projects.jsonl": ("project_id", "seat_id", "name", "updated_at"),
-    "documents.jsonl": ("doc_id", "project_id", "kind", "text", "updated_at"),
-}
-_ID_FIELDS = {
-    "accounts.jsonl": "account_id",
-    "seats.jsonl": "seat_id",
-    "projects.jsonl": "project_id",
-    "documents.jsonl": "doc_id",
-}
-_PARENTS = {
-    "seats.jsonl": ("account_id", "accounts.jsonl"),
-    "projects.jsonl": ("seat_id", "seats.jsonl"),
-    "documents.jsonl": ("project_id", "projects.jsonl"),
-}
 MAX_ERRORS = 20
+LINE = "_line"
+#: The id formats of :mod:`hltm_resources.ids`, for polars (Rust regex, whole-string match).
+_RAW_ID = r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}$"
+_DOC_ID = r"^[A-Za-z0-9][A-Za-z0-9_.@:#/\-]{0,255}$"
+DOCUMENTS_FILE = f"{DOCUMENTS}.jsonl"
 
 
 @dataclass(frozen=True)
@@ -73,304 +68,315 @@ class SnapshotError(ValueError):
 
 @dataclass
 class Snapshot:
-    """Validated rows of the four files."""
+    """Validated rows of every file, as string frames in contract column order (plus the
+    line each row came from)."""
 
-    accounts: list[dict] = field(default_factory=list)
-    seats: list[dict] = field(default_factory=list)
-    projects: list[dict] = field(default_factory=list)
-    documents: list[dict] = field(default_factory=list)
+    schema: TreeSchema
+    frames: dict[str, pl.DataFrame]
 
-    def rows(self, name: str) -> list[dict]:
-        return getattr(self, name.removesuffix(".jsonl"))
+    def frame(self, file: str) -> pl.DataFrame:
+        return self.frames[file]
+
+    def count(self, file: str) -> int:
+        return self.frames[file].height
+
+    def rows(self, file: str) -> list[dict]:
+        """The rows of one file as dicts, in file order."""
+        return self.frames[file].drop(LINE).to_dicts()
 
 
-def read_snapshot(directory: str | Path) -> Snapshot:
+# -- reading and validating -------------------------------------------------------------------
+
+
+def read_snapshot(directory: str | Path, schema: TreeSchema = DEFAULT_SCHEMA) -> Snapshot:
     """Parse and validate a snapshot directory; raise :class:`SnapshotError` listing problems."""
     directory = Path(directory)
-    problems: list[SnapshotProblem] = []
     if not directory.is_dir():
         raise SnapshotError(
             directory, [SnapshotProblem(str(directory), None, "is not a directory")]
         )
-    snap = Snapshot()
-    lines_of: dict[str, dict[str, int]] = {}
-    for name, fields in FILES.items():
+    problems: list[SnapshotProblem] = []
+    frames: dict[str, pl.DataFrame] = {}
+    for name, fields in schema.files.items():
         path = directory / name
         if not path.is_file():
             problems.append(SnapshotProblem(name, None, "file is missing"))
             continue
-        rows = snap.rows(name)
-        id_field = _ID_FIELDS[name]
-        seen: dict[str, int] = {}
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    problems.append(
-                        SnapshotProblem(
-                            name, lineno, f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                        )
-                    )
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    problems.append(
-                        SnapshotProblem(
-                            name, lineno, f"is not valid JSON ({exc.msg} at column {exc.colno})"
-                        )
-                    )
-                    continue
-                if not isinstance(obj, dict):
-                    problems.append(SnapshotProblem(name, lineno, "is not a JSON object"))
-                    continue
-                missing = [f for f in fields if f not in obj]
-                if missing:
-                    problems.append(
-                        SnapshotProblem(
-                            name,
-                            lineno,
-                            f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(missing),
-                        )
-                    )
-                    continue
-                wrong = [f for f in fields if not isinstance(obj[f], str)]
-                if wrong:
-                    problems.append(
-                        SnapshotProblem(
-                            name,
-                            lineno,
-                            "field"
-                            f"{'s' if len(wrong) > 1 else ''} "
-                            + ", ".join(wrong)
-                            + " must be strings",
-                        )
-                    )
-                    continue
-                bad = []
-                for f in (f for f in fields if f.endswith("_id")):
-                    try:
-                        (check_doc_id if f == "doc_id" else check_raw_id)(obj[f], f)
-                    except ValueError as exc:
-                        bad.append(str(exc))
-                if bad:
-                    problems.extend(SnapshotProblem(name, lineno, b) for b in bad)
-                    continue
-                key = obj[id_field]
-                if key in seen:
-                    problems.append(
-                        SnapshotProblem(
-                            name,
-                            lineno,
-                            f"duplicate {id_field} {key!r} (first on line {seen[key]})",
-                        )
-                    )
-                    continue
-                seen[key] = lineno
-                rows.append({f: obj[f] for f in fields})
-        lines_of[name] = seen
-    for name, (parent_field, parent_file) in _PARENTS.items():
-        known = lines_of.get(parent_file)
-        if known is None or name not in lines_of:
-            continue
-        for row in snap.rows(name):
-            if row[parent_field] not in known:
-                line = lines_of[name][row[_ID_FIELDS[name]]]
-                problems.append(
-                    SnapshotProblem(
-                        name,
-                        line,
-                        f"{parent_field} {row[parent_field]!r} does not exist in {parent_file}",
-                    )
-                )
+        frame, found = _parse_file(path, name, fields)
+        problems += found
+        frame, found = _check_ids(frame, name, fields)
+        problems += found
+        frames[name] = frame
+    problems += _check_parents(frames, schema)
     if problems:
-        problems.sort(
-            key=lambda p: (list(FILES).index(p.file) if p.file in FILES else -1, p.line or 0)
-        )
+        order = list(schema.files)
+        problems.sort(key=lambda p: (order.index(p.file) if p.file in order else -1, p.line or 0))
         raise SnapshotError(directory, problems)
-    return snap
+    return Snapshot(schema, frames)
 
 
-def _table(rows: list[dict], fields: tuple[str, ...]) -> pa.Table:
-    return pa.table({f: pa.array([r[f] for r in rows], type=pa.string()) for f in fields})
+def _parse_file(
+    path: Path, name: str, fields: tuple[str, ...]
+) -> tuple[pl.DataFrame, list[SnapshotProblem]]:
+    """The well-formed rows of one file (JSON objects with every field a string)."""
+    columns: dict[str, list] = {f: [] for f in (*fields, LINE)}
+    problems = []
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            obj, problem = _parse_line(raw, fields)
+            if problem:
+                problems.append(SnapshotProblem(name, lineno, problem))
+            elif obj is not None:
+                for f in fields:
+                    columns[f].append(obj[f])
+                columns[LINE].append(lineno)
+    schema = {f: pl.String for f in fields} | {LINE: pl.Int64}
+    return pl.DataFrame(columns, schema=schema), problems
+
+
+def _parse_line(raw: bytes, fields: tuple[str, ...]) -> tuple[dict | None, str | None]:
+    """(the object, None), (None, None) for a blank line, or (None, what is wrong)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    if not line.strip():
+        return None, None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"is not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "is not valid JSON (nested too deeply)"
+    except ValueError as exc:  # e.g. an integer over Python's digit limit
+        return None, f"is not valid JSON ({str(exc)[:80]})"
+    if not isinstance(obj, dict):
+        return None, "is not a JSON object"
+    missing = [f for f in fields if f not in obj]
+    if missing:
+        return None, f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(missing)
+    wrong = [f for f in fields if not isinstance(obj[f], str)]
+    if wrong:
+        return None, f"field{'s' if len(wrong) > 1 else ''} " + ", ".join(
+            wrong
+        ) + " must be strings"
+    if "\\u" in line and not all(_is_unicode(obj[f]) for f in fields):
+        return None, "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
+    return obj, None
+
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_ids(
+    frame: pl.DataFrame, name: str, fields: tuple[str, ...]
+) -> tuple[pl.DataFrame, list[SnapshotProblem]]:
+    """Drop rows with a malformed id (reported with why) or an id seen on an earlier line."""
+    problems: list[SnapshotProblem] = []
+    id_fields = [f for f in fields if f.endswith("_id")]
+    bad = pl.lit(False)
+    for f in id_fields:
+        pattern = _DOC_ID if f == "doc_id" else _RAW_ID
+        bad = bad | ~pl.col(f).str.contains(pattern) | pl.col(f).str.contains("..", literal=True)
+    malformed = frame.filter(bad)
+    for row in malformed.iter_rows(named=True):
+        for f in id_fields:
+            try:
+                (check_doc_id if f == "doc_id" else check_raw_id)(row[f], f)
+            except ValueError as exc:
+                problems.append(SnapshotProblem(name, row[LINE], str(exc)))
+    frame = frame.filter(~bad)
+    id_field = fields[0]
+    first = frame.with_columns(pl.col(LINE).min().over(id_field).alias("_first"))
+    repeated = first.filter(pl.col(LINE) != pl.col("_first"))
+    for row in repeated.select(id_field, LINE, "_first").iter_rows():
+        problems.append(
+            SnapshotProblem(
+                name, row[1], f"duplicate {id_field} {row[0]!r} (first on line {row[2]})"
+            )
+        )
+    return first.filter(pl.col(LINE) == pl.col("_first")).drop("_first"), problems
+
+
+def _check_parents(frames: dict[str, pl.DataFrame], schema: TreeSchema) -> list[SnapshotProblem]:
+    """Every row's parent id exists in its parent's file (documents: in the leaves' file)."""
+    problems = []
+    children = [(lv.file, schema.parent(lv.name)) for lv in schema.levels[1:]]
+    children.append((DOCUMENTS_FILE, schema.leaf))
+    for name, parent in children:
+        if name not in frames or parent.file not in frames:
+            continue
+        field = parent.id_field
+        known = frames[parent.file].select(pl.col(field))
+        orphans = frames[name].join(known, on=field, how="anti").sort(LINE)
+        for value, line in orphans.select(field, LINE).iter_rows():
+            problems.append(
+                SnapshotProblem(name, line, f"{field} {value!r} does not exist in {parent.file}")
+            )
+    return problems
+
+
+# -- applying ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LoadReport:
-    accounts: int
-    seats: int
-    projects: int
-    documents: int
+    """What a load changed. ``added`` ... ``moved`` are raw ids of leaves."""
+
+    schema: TreeSchema
+    counts: dict[str, int]
     added: tuple[str, ...]
     changed: tuple[str, ...]
     deleted: tuple[str, ...]
     moved: tuple[str, ...]
-    deleted_seats: tuple[str, ...]
-    deleted_accounts: tuple[str, ...]
+    #: Per non-leaf level, the raw ids the snapshot no longer lists.
+    deleted_parents: dict[str, tuple[str, ...]]
+
+    @property
+    def leaves(self) -> int:
+        return self.counts[self.schema.leaf.plural]
+
+    @property
+    def tree_changed(self) -> bool:
+        return bool(self.added or self.deleted or self.moved or any(self.deleted_parents.values()))
 
     def as_dict(self) -> dict:
-        return {
-            "accounts": self.accounts,
-            "seats": self.seats,
-            "projects": self.projects,
-            "documents": self.documents,
-            "projects_added": len(self.added),
-            "projects_changed": len(self.changed),
-            "projects_deleted": len(self.deleted),
-            "projects_moved": len(self.moved),
-            "seats_deleted": len(self.deleted_seats),
-            "accounts_deleted": len(self.deleted_accounts),
+        leaves = self.schema.leaf.plural
+        out: dict[str, int] = dict(self.counts)
+        out |= {
+            f"{leaves}_added": len(self.added),
+            f"{leaves}_changed": len(self.changed),
+            f"{leaves}_deleted": len(self.deleted),
+            f"{leaves}_moved": len(self.moved),
         }
+        for level in self.schema.parents_bottom_up:
+            out[f"{self.schema.level(level).plural}_deleted"] = len(self.deleted_parents[level])
+        return out
 
 
-def project_content_hashes(con, project_ids: list[str] | None = None) -> dict[str, str]:
-    """Per project, a hash of its name and documents as the SOT holds them now."""
-    where = "" if project_ids is None else "WHERE p.project_id IN (SELECT unnest(?))"
-    params = [] if project_ids is None else [project_ids]
-    rows = con.execute(
-        f"""
-        SELECT p.project_id, p.name, d.doc_id, d.kind, d.text, d.updated_at
-        FROM sot_projects p LEFT JOIN sot_documents d USING (project_id) {where}
-        ORDER BY p.project_id, d.doc_id
-        """,
-        params,
-    ).fetchall()
-    grouped: dict[str, list] = {}
-    for pid, name, *doc in rows:
-        grouped.setdefault(pid, [name])
-        if doc[0] is not None:
-            grouped[pid].append(doc)
-    return {pid: stable_hash(v) for pid, v in grouped.items()}
+def _digests(leaves: pl.DataFrame, docs: pl.DataFrame, schema: TreeSchema) -> dict[str, str]:
+    """Per leaf, a digest of its name and documents (length-prefixed fields, so no two
+    different contents share an encoding)."""
+    leaf_id = schema.leaf.id_field
+
+    def enc(column: str) -> pl.Expr:
+        return pl.concat_str(pl.col(column).str.len_bytes().cast(pl.String), pl.lit(":"), column)
+
+    per_leaf = (
+        docs.sort(leaf_id, "doc_id")
+        .group_by(leaf_id, maintain_order=True)
+        .agg(pl.concat_str(enc("doc_id"), enc("kind"), enc("text"), enc("updated_at")).str.join())
+        .rename({"doc_id": "_docs"})
+    )
+    rows = (
+        leaves.select(leaf_id, "name")
+        .join(per_leaf, on=leaf_id, how="left")
+        .select(leaf_id, pl.concat_str(enc("name"), pl.col("_docs").fill_null("")).alias("_all"))
+    )
+    return {
+        leaf: hashlib.sha256(text.encode("utf-8")).hexdigest() for leaf, text in rows.iter_rows()
+    }
 
 
-def _snapshot_hashes(snap: Snapshot) -> dict[str, str]:
-    docs: dict[str, list] = {p["project_id"]: [p["name"]] for p in snap.projects}
-    for d in sorted(snap.documents, key=lambda d: (d["project_id"], d["doc_id"])):
-        docs[d["project_id"]].append([d["doc_id"], d["kind"], d["text"], d["updated_at"]])
-    return {pid: stable_hash(v) for pid, v in docs.items()}
+def _sot_frame(con, table: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    frame = pl.from_arrow(con.sql(f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table())
+    return frame.cast({c: pl.String for c in columns})
 
 
 def apply_snapshot(con, snap: Snapshot, source: str) -> LoadReport:
     """Replace the SOT tables with ``snap`` on an open connection (caller owns the transaction)."""
-    old_projects = dict(con.execute("SELECT project_id, seat_id FROM sot_projects").fetchall())
-    old_seats = {r[0] for r in con.execute("SELECT seat_id FROM sot_seats").fetchall()}
-    old_accounts = {r[0] for r in con.execute("SELECT account_id FROM sot_accounts").fetchall()}
-    old_hashes = project_content_hashes(con)
-    new_hashes = _snapshot_hashes(snap)
-    new_projects = {p["project_id"]: p["seat_id"] for p in snap.projects}
-    added = sorted(set(new_projects) - set(old_projects))
-    deleted = sorted(set(old_projects) - set(new_projects))
-    common = set(new_projects) & set(old_projects)
-    changed = sorted(p for p in common if old_hashes.get(p) != new_hashes[p])
-    moved = sorted(p for p in common if old_projects[p] != new_projects[p])
-    for name, fields in FILES.items():
-        table = name.removesuffix(".jsonl")
-        arrow = _table(snap.rows(name), fields)  # noqa: F841 - scanned by DuckDB below
-        con.execute(f"DELETE FROM sot_{table}")
-        con.execute(f"INSERT INTO sot_{table} SELECT {', '.join(fields)} FROM arrow")
-    load_id = con.execute("SELECT coalesce(max(load_id), 0) + 1 FROM sot_loads").fetchone()[0]
-    con.execute(
-        "INSERT INTO sot_loads VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            load_id,
-            source,
-            len(snap.accounts),
-            len(snap.seats),
-            len(snap.projects),
-            len(snap.documents),
-            len(added),
-            len(changed),
-            len(deleted),
-            len(moved),
-        ],
+    schema = snap.schema
+    leaf = schema.leaf
+    parent_field = schema.parent(leaf.name).id_field
+    old_ids = {
+        lv.name: {r[0] for r in con.execute(f"SELECT {lv.id_field} FROM {lv.table}").fetchall()}
+        for lv in schema.levels
+    }
+    old_parent = dict(
+        con.execute(f"SELECT {leaf.id_field}, {parent_field} FROM {leaf.table}").fetchall()
     )
-    new_seats = {s["seat_id"] for s in snap.seats}
-    new_accounts = {a["account_id"] for a in snap.accounts}
+    old_digests = _digests(
+        _sot_frame(con, leaf.table, schema.fields(leaf.name)),
+        _sot_frame(con, f"sot_{DOCUMENTS}", schema.document_fields),
+        schema,
+    )
+    leaves = snap.frame(leaf.file)
+    new_digests = _digests(leaves, snap.frame(DOCUMENTS_FILE), schema)
+    new_parent = dict(leaves.select(leaf.id_field, parent_field).iter_rows())
+    added = sorted(set(new_parent) - set(old_parent))
+    deleted = sorted(set(old_parent) - set(new_parent))
+    common = set(new_parent) & set(old_parent)
+    changed = sorted(p for p in common if old_digests.get(p) != new_digests[p])
+    moved = sorted(p for p in common if old_parent[p] != new_parent[p])
+    for name, fields in schema.files.items():
+        table = f"sot_{name.removesuffix('.jsonl')}"
+        rows = snap.frame(name).select(fields).to_arrow()  # noqa: F841 - scanned by DuckDB below
+        con.execute(f"DELETE FROM {table}")
+        con.execute(f"INSERT INTO {table} SELECT {', '.join(fields)} FROM rows")
+    counts = {name.removesuffix(".jsonl"): snap.count(name) for name in schema.files}
+    load_id = con.execute("SELECT coalesce(max(load_id), 0) + 1 FROM sot_loads").fetchone()[0]
+    marks = ", ".join("?" * (len(counts) + 5))  # source, counts, 4 changes
+    con.execute(
+        f"INSERT INTO sot_loads VALUES (?, now(), {marks})",
+        [load_id, source, *counts.values(), len(added), len(changed), len(deleted), len(moved)],
+    )
+    deleted_parents = {}
+    for level in schema.parents_bottom_up:
+        lv = schema.level(level)
+        now = set(snap.frame(lv.file).get_column(lv.id_field).to_list())
+        deleted_parents[level] = tuple(sorted(old_ids[level] - now))
     return LoadReport(
-        len(snap.accounts),
-        len(snap.seats),
-        len(snap.projects),
-        len(snap.documents),
+        schema,
+        counts,
         tuple(added),
         tuple(changed),
         tuple(deleted),
         tuple(moved),
-        tuple(sorted(old_seats - new_seats)),
-        tuple(sorted(old_accounts - new_accounts)),
+        deleted_parents,
     )
 
 
 # -- reading the tree ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Topology:
-    """The tree as the SOT holds it, ordered by path (siblings are contiguous)."""
-
-    accounts: dict[str, NodeInfo]
-    seats: dict[str, NodeInfo]
-    projects: dict[str, NodeInfo]
-
-    def level(self, level: str) -> dict[str, NodeInfo]:
-        return {"account": self.accounts, "seat": self.seats, "project": self.projects}[level]
-
-    def children(self, node: NodeInfo) -> list[NodeInfo]:
-        pool = self.seats if node.level == "account" else self.projects
-        return [n for n in pool.values() if n.parent_id == node.node_id]
-
-    def node(self, node_id: str) -> NodeInfo | None:
-        level, raw = node_id.split(":", 1)
-        return self.level(level).get(raw) if level in ("account", "seat", "project") else None
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "accounts": len(self.accounts),
-            "seats": len(self.seats),
-            "projects": len(self.projects),
-        }
+def read_topology(con, schema: TreeSchema) -> Topology:
+    """Every node with its name, parent and path, level by level in path order."""
+    levels: dict[str, dict[str, NodeInfo]] = {}
+    paths: dict[str, str] = {}
+    for lv in schema.levels:
+        parent = schema.parent(lv.name)
+        parent_col = parent.id_field if parent else "NULL"
+        nodes = []
+        for raw, parent_raw, name in con.execute(
+            f"SELECT {lv.id_field}, {parent_col}, name FROM {lv.table}"
+        ).fetchall():
+            parent_id = f"{parent.name}:{parent_raw}" if parent else None
+            if parent_id is not None and parent_id not in paths:
+                continue  # an orphan (its parent was just deleted): not part of the tree
+            path = f"{paths[parent_id]}/{raw}" if parent_id else raw
+            nodes.append(NodeInfo(f"{lv.name}:{raw}", lv.name, raw, name, parent_id, path))
+        nodes.sort(key=lambda n: n.path.split("/"))
+        levels[lv.name] = {n.raw_id: n for n in nodes}
+        paths.update((n.node_id, n.path) for n in nodes)
+    return Topology(schema, levels)
 
 
-def read_topology(con) -> Topology:
-    """Accounts, seats and projects with names, parents and paths."""
-    accounts = {
-        a: NodeInfo(f"account:{a}", "account", a, name, None, a)
-        for a, name in con.execute(
-            "SELECT account_id, name FROM sot_accounts ORDER BY account_id"
-        ).fetchall()
-    }
-    seats: dict[str, NodeInfo] = {}
-    for s, a, name in con.execute(
-        "SELECT seat_id, account_id, name FROM sot_seats ORDER BY account_id, seat_id"
-    ).fetchall():
-        seats[s] = NodeInfo(f"seat:{s}", "seat", s, name, f"account:{a}", f"{a}/{s}")
-    projects: dict[str, NodeInfo] = {}
-    for p, s, name in con.execute(
-        """SELECT p.project_id, p.seat_id, p.name FROM sot_projects p
-           JOIN sot_seats s USING (seat_id) ORDER BY s.account_id, p.seat_id, p.project_id"""
-    ).fetchall():
-        projects[p] = NodeInfo(
-            f"project:{p}", "project", p, name, f"seat:{s}", f"{seats[s].path}/{p}"
-        )
-    return Topology(accounts, seats, projects)
-
-
-def read_documents(con, project_ids: list[str]) -> dict[str, list[Document]]:
-    """Documents of the given projects, ordered by doc id."""
-    out: dict[str, list[Document]] = {p: [] for p in project_ids}
-    if not project_ids:
+def read_documents(con, schema: TreeSchema, leaf_ids: list[str]) -> dict[str, list[Document]]:
+    """Documents of the given leaves, ordered by doc id."""
+    out: dict[str, list[Document]] = {p: [] for p in leaf_ids}
+    if not leaf_ids:
         return out
+    leaf_field = schema.leaf.id_field
     rows = con.execute(
-        """SELECT doc_id, project_id, kind, text, updated_at FROM sot_documents
-           WHERE project_id IN (SELECT unnest(?)) ORDER BY project_id, doc_id""",
-        [project_ids],
+        f"""SELECT doc_id, {leaf_field}, kind, text, updated_at FROM sot_{DOCUMENTS}
+            WHERE {leaf_field} IN (SELECT unnest(?)) ORDER BY {leaf_field}, doc_id""",
+        [leaf_ids],
     ).fetchall()
     for row in rows:
         out[row[1]].append(Document(*row))
     return out
-
-
-def snapshot_counts(snap: Snapshot) -> Counter:
-    return Counter({name: len(snap.rows(name)) for name in FILES})

@@ -17,7 +17,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources.ids import LEVELS, check_raw_id, parse_node_id
+from hltm_resources.ids import check_raw_id, parse_node_id
+from hltm_resources.schema import TreeSchema
 
 TABLES = ("facets", "qa", "summaries")
 MODEL_KEY = b"hltm.embed_model"
@@ -77,10 +78,10 @@ def subtree_filter(path: str) -> str:
     return f"(path = {sql_quote(path)} OR starts_with(path, {sql_quote(path + '/')}))"
 
 
-def level_filter(levels: Sequence[str]) -> str:
-    bad = [lv for lv in levels if lv not in LEVELS]
+def level_filter(levels: Sequence[str], schema: TreeSchema) -> str:
+    bad = [lv for lv in levels if not schema.has(lv)]
     if bad:
-        raise ValueError(f"unknown levels {bad}")
+        raise ValueError(f"unknown levels {bad}: the tree has {', '.join(schema.names)}")
     return "level IN (" + ", ".join(sql_quote(lv) for lv in levels) + ")"
 
 

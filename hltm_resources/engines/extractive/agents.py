@@ -21,23 +21,17 @@ from hltm_resources.engines.base import (
     ScopeVocabulary,
 )
 from hltm_resources.engines.extractive import patterns
-from hltm_resources.engines.extractive.documents import (
-    KEY_ORDER,
-    MULTI_KEYS,
-    collapse_text,
-    document_facets,
-    feedback_event,
-    key_rank,
-    reconcile,
-)
+from hltm_resources.engines.extractive.documents import document_facets, feedback_event, reconcile
 from hltm_resources.engines.extractive.questions import answer_extractively, parse_question
+from hltm_resources.engines.vocabulary import KEY_ORDER, MULTI_KEYS, key_label, key_rank
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
+from hltm_resources.schema import DEFAULT_SCHEMA
 from hltm_resources.text import (
     article,
+    collapse_text,
     fold,
     humanize_key,
     join_human,
-    key_label,
     plural_s,
     sentences,
 )
@@ -66,6 +60,18 @@ _LEAF_QA = {
     "employment_type": "What employment type is the {p} role?",
     "salary_range": "What is the salary range of the {p} role?",
 }
+#: "Which <projects> of a seat ..." (a parent of leaves) and "which <recruiters> at an account"
+#: (a parent of parents), for the parent's most supported value.
+_WHICH_LEAVES = {
+    "title": "Which {n} {leaves} were for {v} roles?",
+    "location": "Which {n} {leaves} were located in {v}?",
+    "skill": "Which {n} {leaves} required {v}?",
+}
+_WHICH_CHILDREN = {
+    "title": "Which {kids} at {n} hire for {v} roles?",
+    "location": "Which {kids} at {n} hire in {v}?",
+    "skill": "Which {kids} at {n} need {v} in their openings?",
+}
 _PARENT_QA = {
     "title": "What roles does {n} hire for most often?",
     "location": "Where are {n}'s jobs usually located?",
@@ -78,12 +84,14 @@ _PARENT_QA = {
 }
 
 
-def distribution(facets: Sequence[Facet], key: str, total: int, limit: int = 5) -> str:
+def distribution(
+    facets: Sequence[Facet], key: str, total: int, leaves: str = "projects", limit: int = 5
+) -> str:
     """``Dublin, Ireland (9 of 12 projects); Lisbon (2 of 12)`` for one key."""
     items = sorted((f for f in facets if f.key == key), key=lambda f: (-f.support, fold(f.value)))
     parts = []
     for i, f in enumerate(items[:limit]):
-        unit = " projects" if i == 0 else ""
+        unit = f" {leaves}" if i == 0 else ""
         parts.append(f"{f.value} ({f.support} of {total}{unit})")
     return "; ".join(parts)
 
@@ -174,7 +182,7 @@ class ExtractiveAgents(MemoryAgents):
             concise += f", requiring {join_human(skills)}." if skills else "."
         else:
             concise = collapse_text(prose[0], 200) if prose else f"{node.name}: no details yet."
-        parts = [f"Project {node.name} ({node.node_id})"]
+        parts = [f"{self.schema.leaf.noun.capitalize()} {node.name} ({node.node_id})"]
         if role or where:
             parts[0] += " is hiring " + (f"{article(role)} {role}" if role else "for a role")
             parts[0] += f" in {where}" if where else ""
@@ -215,8 +223,10 @@ class ExtractiveAgents(MemoryAgents):
         children = sorted(children, key=lambda c: c[0].node_id)
         total = sum(m.leaf_count for _, m in children)
         child_ids = tuple(info.node_id for info, _ in children)
-        facets = merge_child_facets(children, total, hints, top=node.parent_id is None)
-        facets.append(Facet("project_count", str(total), total, child_ids))
+        facets = merge_child_facets(
+            children, total, hints, top=node.parent_id is None, count_key=self.schema.leaf_count_key
+        )
+        facets.append(Facet(self.schema.leaf_count_key, str(total), total, child_ids))
         qa = self._parent_qa(node, children, facets, total, hints)
         summary = self._parent_summary(node, children, facets, total)
         return Memory(node.node_id, node.level, tuple(facets), tuple(qa), summary, total)
@@ -230,16 +240,19 @@ class ExtractiveAgents(MemoryAgents):
         hints: Hints,
     ) -> list[QAPair]:
         by_key = _group(facets)
+        count_key = self.schema.leaf_count_key
+        leaves = self.schema.leaf.nouns
+        child = self.schema.child(node.level)
         qa: list[QAPair] = []
         for key in sorted(by_key, key=lambda k: key_rank(k, hints.facet_names)):
-            if key == "project_count":
+            if key == count_key:
                 continue
-            template = _PARENT_QA.get(key, "What are the most common {k} across {n}'s projects?")
+            template = _PARENT_QA.get(key, "What are the most common {k} across {n}'s {leaves}?")
             sources = tuple(sorted({s for f in by_key[key] for s in f.source_ids}))
             qa.append(
                 QAPair(
-                    template.format(n=node.name, k=key_label(key)),
-                    distribution(facets, key, total),
+                    template.format(n=node.name, k=key_label(key), leaves=leaves),
+                    distribution(facets, key, total, leaves),
                     sources,
                 )
             )
@@ -247,28 +260,20 @@ class ExtractiveAgents(MemoryAgents):
         for key in ("title", "location", "skill"):
             for f in sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))[:1]:
                 listed = join_human(f"{names[s]} ({s})" for s in f.source_ids if s in names)
-                if node.level == "seat":
-                    question = {
-                        "title": "Which {n} projects were for {v} roles?",
-                        "location": "Which {n} projects were located in {v}?",
-                        "skill": "Which {n} projects required {v}?",
-                    }[key]
+                if self.schema.is_leaf(child.name):
+                    question = _WHICH_LEAVES[key].format(n=node.name, leaves=leaves, v=f.value)
                 else:
-                    question = {
-                        "title": "Which recruiters at {n} hire for {v} roles?",
-                        "location": "Which recruiters at {n} hire in {v}?",
-                        "skill": "Which recruiters at {n} need {v} in their openings?",
-                    }[key]
-                qa.append(QAPair(question.format(n=node.name, v=f.value), listed, f.source_ids))
+                    question = _WHICH_CHILDREN[key].format(n=node.name, kids=child.nouns, v=f.value)
+                qa.append(QAPair(question, listed, f.source_ids))
         qa.append(
             QAPair(
-                f"How many projects does {node.name} have?",
+                f"How many {leaves} does {node.name} have?",
                 str(total),
                 tuple(info.node_id for info, _ in children),
             )
         )
         return _dedupe_qa(
-            list(patterns.parent_pattern_qa(node, children, by_key, total, hints))
+            list(patterns.parent_pattern_qa(node, children, by_key, total, hints, count_key))
             + _dedupe_qa(qa)[:MAX_PARENT_QA]
         )
 
@@ -281,17 +286,18 @@ class ExtractiveAgents(MemoryAgents):
     ) -> Summary:
         by_key = _group(facets)
         child_ids = tuple(info.node_id for info, _ in children)
-        kind = "recruiter" if node.level == "seat" else "organization"
+        kind = self.schema.level(node.level).noun
+        leaf, child = self.schema.leaf, self.schema.child(node.level)
         if total == 0:
-            text = f"{node.name} ({node.node_id}) has no projects yet."
-            return Summary(text, f"{node.name}: no projects yet.", child_ids)
+            text = f"{node.name} ({node.node_id}) has no {leaf.nouns} yet."
+            return Summary(text, f"{node.name}: no {leaf.nouns} yet.", child_ids)
 
         def top(key: str) -> str | None:
             items = sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))
             return items[0].value if items else None
 
         title, where, how = top("title"), top("location"), top("workplace_type")
-        projects = plural_s(total, "project")
+        projects = plural_s(total, leaf.noun)
         if title or where:
             concise = f"{node.name} mostly hires " + (f"{title} roles" if title else "for roles")
             concise += f" in {where}" if where else ""
@@ -300,12 +306,13 @@ class ExtractiveAgents(MemoryAgents):
         else:
             concise = f"{node.name} is {article(kind)} {kind} with {projects}."
         parts = [f"{node.name} ({node.node_id}) is {article(kind)} {kind} with {projects}"]
-        if node.level == "account":
-            parts[0] += f" across {plural_s(len(children), 'recruiter')}"
+        if not self.schema.is_leaf(child.name):
+            parts[0] += f" across {plural_s(len(children), child.noun)}"
         parts[0] += "."
         for key in sorted(by_key, key=key_rank):
-            if key != "project_count":
-                parts.append(f"{key_label(key).capitalize()}: {distribution(facets, key, total)}.")
+            if key != self.schema.leaf_count_key:
+                spread = distribution(facets, key, total, leaf.nouns)
+                parts.append(f"{key_label(key).capitalize()}: {spread}.")
         highlights = [m.summary.concise for _, m in children][:12]
         if highlights:
             parts.append("Highlights: " + " ".join(collapse_text(h, 160) for h in highlights))
@@ -316,11 +323,15 @@ class ExtractiveAgents(MemoryAgents):
         return parse_question(question, vocabulary)
 
     def answer(self, context: RetrievedContext) -> Answer:
-        return answer_extractively(context)
+        return answer_extractively(context, self.schema)
 
 
 def merge_child_facets(
-    children: Sequence[tuple[NodeInfo, Memory]], total: int, hints: Hints, top: bool = True
+    children: Sequence[tuple[NodeInfo, Memory]],
+    total: int,
+    hints: Hints,
+    top: bool = True,
+    count_key: str = DEFAULT_SCHEMA.leaf_count_key,
 ) -> list[Facet]:
     """Group equal values across children, sum their support and prune rare ones.
 
@@ -335,7 +346,7 @@ def merge_child_facets(
     sources: dict[tuple[str, str], set[str]] = defaultdict(set)
     for info, memory in children:
         for f in memory.facets:
-            if f.key in ("project_count", "document_count", "document_kinds"):
+            if f.key in (count_key, "document_count", "document_kinds"):
                 continue
             ident = (f.key, fold(f.value))
             support[ident] += f.support

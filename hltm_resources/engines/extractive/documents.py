@@ -13,119 +13,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from hltm_resources.engines.vocabulary import (
+    ALIASES,
+    FEEDBACK_KEYS,
+    MULTI_KEYS,
+    SENIORITY_WORDS,
+    SKIP_KEY,
+    canonical_key,
+    canonical_value,
+    key_rank,
+)
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import clean_value, collapse_ws, fold, sentences, snake_key, title_case
+from hltm_resources.text import clean_value, fold, sentences
 
-# -- keys ---------------------------------------------------------------------------------
-
-#: Canonical keys in the order memories present them.
-KEY_ORDER: tuple[str, ...] = (
-    "title",
-    "seniority",
-    "location",
-    "workplace_type",
-    "skill",
-    "preferred_skill",
-    "rejection_reason",
-    "department",
-    "employment_type",
-    "experience_years",
-    "salary_range",
-    "visa_sponsorship",
-    "education",
-    "language",
-    "industry",
-    "hiring_manager",
-    "headcount",
-)
-
-#: Keys that hold several values at once (a project requires several skills).
-MULTI_KEYS = frozenset(
-    {"skill", "preferred_skill", "rejection_reason", "language", "benefit", "certification"}
-)
-
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "title": (
-        "title job_title jobtitle position position_title role role_title job job_name "
-        "posting_title posting_text opening opening_title requisition_title job_role req_title"
-    ).split(),
-    "seniority": (
-        "seniority seniority_level level career_level experience_level job_level grade band"
-    ).split(),
-    "location": (
-        "location job_location work_location office office_location city primary_location "
-        "locations based_in site work_site hiring_location geo"
-    ).split(),
-    "workplace_type": (
-        "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
-        "work_mode location_type arrangement onsite_remote remote_status remote_type "
-        "posting_workplace_type"
-    ).split(),
-    "skill": (
-        "skill skills required_skills must_have_skills must_haves must_have requirements "
-        "tech_stack technologies key_skills competencies core_skills required_competencies "
-        "hard_skills stack"
-    ).split(),
-    "preferred_skill": (
-        "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills"
-    ).split(),
-    "rejection_reason": (
-        "rejection_reason reject_reason rejection disqualification_reason decline_reason "
-        "reason_for_rejection rejected_because rejection_reasons"
-    ).split(),
-    "department": "department team dept business_unit division org_unit function".split(),
-    "employment_type": (
-        "employment_type job_type contract_type commitment employment contract"
-    ).split(),
-    "experience_years": (
-        "years_of_experience min_experience experience_years yoe min_years_experience "
-        "experience_required"
-    ).split(),
-    "salary_range": (
-        "salary salary_range compensation pay_range base_salary comp comp_range"
-    ).split(),
-    "visa_sponsorship": "visa visa_sponsorship sponsorship".split(),
-    "education": "education degree min_education".split(),
-    "language": "language languages spoken_languages".split(),
-    "industry": "industry sector".split(),
-    "hiring_manager": "hiring_manager manager hm".split(),
-    "headcount": "headcount openings number_of_openings positions_open num_openings".split(),
-    "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
-    "decision": "decision outcome status result recommendation verdict".split(),
-    "stage": "stage interview_stage round".split(),
-    "reason": "reason reasons notes_reason".split(),
-}
-KEY_ALIASES: dict[str, str] = {alias: key for key, aliases in _ALIASES.items() for alias in aliases}
-
-#: Keys that never become facets: identifiers, timestamps, contact details, free text blobs.
-_SKIP_KEY = re.compile(
-    r"(^|_)(id|ids|uuid|url|urls|link|email|phone|created|updated|created_at|updated_at|"
-    r"modified|timestamp|date|time|description|body|text|notes|comments?|summary)$"
-)
-_FEEDBACK_KEYS = frozenset({"candidate", "decision", "reason", "stage"})
-
-SENIORITY_WORDS = {
-    "intern": "Intern",
-    "entry level": "Entry-level",
-    "entry-level": "Entry-level",
-    "junior": "Junior",
-    "mid level": "Mid-level",
-    "mid-level": "Mid-level",
-    "senior": "Senior",
-    "staff": "Staff",
-    "principal": "Principal",
-    "lead": "Lead",
-}
-WORKPLACE_WORDS = {
-    "remote": "remote",
-    "fully remote": "remote",
-    "remote first": "remote",
-    "hybrid": "hybrid",
-    "on site": "on-site",
-    "onsite": "on-site",
-    "in office": "on-site",
-    "office based": "on-site",
-}
 _REJECT_WORDS = re.compile(
     r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|"
     r"not (?:to )?(?:moving|move|going|go) forward|"
@@ -203,39 +103,6 @@ class FeedbackEvent:
     candidate: str | None
     rejected: bool
     reason: str | None
-
-
-def canonical_key(raw_key: str) -> str:
-    """Map a raw key onto a canonical key, or its ``snake_case`` form."""
-    key = snake_key(raw_key)
-    if key in KEY_ALIASES:
-        return KEY_ALIASES[key]
-    last = key.rsplit("_", 1)[-1]
-    # Flattened JSON paths such as ``job_location_city`` or ``posting_title``.
-    for size in (3, 2):
-        tail = "_".join(key.split("_")[-size:])
-        if tail in KEY_ALIASES:
-            return KEY_ALIASES[tail]
-    if last in KEY_ALIASES and KEY_ALIASES[last] not in _FEEDBACK_KEYS:
-        return KEY_ALIASES[last]
-    return key
-
-
-def canonical_value(key: str, value: str) -> str | None:
-    """Clean a value and map known vocabularies (workplace, seniority); None drops it."""
-    value = clean_value(value)
-    if not value or value.lower() in {"n/a", "na", "none", "null", "-", "tbd", "unknown"}:
-        return None
-    folded = fold(value)
-    if key == "workplace_type":
-        for word, canon in WORKPLACE_WORDS.items():
-            if folded == word or folded.startswith(word + " "):
-                return canon
-    if key == "seniority" and folded in SENIORITY_WORDS:
-        return SENIORITY_WORDS[folded]
-    if key in ("title", "location", "department", "language"):
-        return title_case(value)
-    return value
 
 
 #: Marks a value that was one item of a JSON array: it is never split again.
@@ -372,9 +239,9 @@ def document_facets(doc: Document) -> list[RawFacet]:
     event = feedback_event(doc) if feedback or _REJECT_WORDS.search(doc.text) else None
     for raw_key, raw_value in pairs:
         key = canonical_key(raw_key)
-        if key in _FEEDBACK_KEYS or _SKIP_KEY.search(key):
+        if key in FEEDBACK_KEYS or SKIP_KEY.search(key):
             continue
-        if not structured and key not in _ALIASES:
+        if not structured and key not in ALIASES:
             continue  # in prose, only well-known keys count
         found.append((key, str(raw_value), True))
     if not structured and not feedback:
@@ -417,15 +284,6 @@ def _split_seniority(facets: list[RawFacet]) -> list[RawFacet]:
     return out
 
 
-def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:
-    """Sort key of a facet key: emphasized hint keys, then canonical order, then the rest."""
-    if key in emphasized:
-        return (-len(emphasized) + list(emphasized).index(key), key)
-    if key in KEY_ORDER:
-        return (KEY_ORDER.index(key), key)
-    return (len(KEY_ORDER), key)
-
-
 def reconcile(
     raw: Sequence[RawFacet], max_facets: int = 30, emphasized: Sequence[str] = ()
 ) -> list[Facet]:
@@ -460,9 +318,3 @@ def reconcile(
             sources = tuple(sorted({i.doc_id for i in items}))
             facets.append(Facet(key, display, 1, sources))
     return facets[:max_facets]
-
-
-def collapse_text(text: str, limit: int) -> str:
-    """Whitespace-collapsed text cut at a word boundary."""
-    text = collapse_ws(text)
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "..."

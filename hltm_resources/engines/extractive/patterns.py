@@ -62,6 +62,7 @@ def parent_pattern_qa(
     by_key: dict[str, list[Facet]],
     total: int,
     hints: Hints,
+    count_key: str,
 ) -> list[QAPair]:
     """Pattern questions filled with the parent's most supported values, answered by children."""
     out: list[QAPair] = []
@@ -71,7 +72,7 @@ def parent_pattern_qa(
         if not slots:
             # A recurring summary question ("where are the jobs usually located"): answered
             # by this node's distribution of the key it asks about.
-            keys = asked_keys(pattern, set(by_key) - {"project_count"})
+            keys = asked_keys(pattern, set(by_key) - {count_key})
             if keys:
                 facets = sorted(by_key[keys[0]], key=lambda f: (-f.support, fold(f.value)))
                 answer = "; ".join(

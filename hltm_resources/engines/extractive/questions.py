@@ -19,19 +19,12 @@ from hltm_resources.engines.base import (
     RetrievedContext,
     ScopeVocabulary,
 )
-from hltm_resources.text import (
-    STOPWORDS,
-    content_tokens,
-    fold,
-    humanize_key,
-    join_human,
-    key_label,
-    plural_s,
-)
+from hltm_resources.engines.vocabulary import key_label
+from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
+from hltm_resources.text import STOPWORDS, content_tokens, fold, humanize_key, join_human, plural_s
 
 #: A leaf matches a valued micro-query when its best facet cosine reaches this.
 MATCH_COSINE = 0.9
-LEVEL_RANK = {"account": 0, "seat": 1, "project": 2}
 
 _RETRIEVAL = re.compile(
     r"\b(?:(?:which|what)\s+(?:of\s+)?(?:my|our|the|his|her|their|these|those)?\s*"
@@ -172,7 +165,7 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     # Values stated in the question, longest first, without overlapping spans of one key.
     matched: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for key, values in vocabulary.values.items():
-        if key == "project_count":
+        if key in vocabulary.count_keys:
             continue
         for value in values:
             score = _value_matches(value, q_tokens, q_folded)
@@ -239,7 +232,7 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
 
 
-def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
+def _matching_leaves(context: RetrievedContext, schema: TreeSchema) -> list[NodeContext]:
     """Leaves whose facets match every valued micro-query (cosine >= MATCH_COSINE).
 
     Without a facet view (ablations), leaves whose QA answers or summaries state every value.
@@ -251,12 +244,12 @@ def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
         return [
             n
             for n in context.facets
-            if n.level == "project" and all(n.best[i] >= MATCH_COSINE for i in valued)
+            if schema.is_leaf(n.level) and all(n.best[i] >= MATCH_COSINE for i in valued)
         ]
     texts: dict[str, list[str]] = defaultdict(list)
     scores: dict[str, float] = {}
     for item in [*context.qa, *context.summaries]:
-        if item.level == "project":
+        if schema.is_leaf(item.level):
             texts[item.node_id] += [item.text, item.answer or "", item.detailed or ""]
             scores[item.node_id] = max(scores.get(item.node_id, 0.0), item.score)
     values = [fold(context.parsed.micro[i].value or "") for i in valued]
@@ -264,7 +257,7 @@ def _matching_leaves(context: RetrievedContext) -> list[NodeContext]:
     for node_id, parts in texts.items():
         text = f" {fold(' '.join(parts))} "
         if all(f" {v} " in text for v in values):
-            out.append(NodeContext(node_id, "project", node_id, scores[node_id], 1, ()))
+            out.append(NodeContext(node_id, schema.leaf.name, node_id, scores[node_id], 1, ()))
     return sorted(out, key=lambda n: (-n.score, n.node_id))
 
 
@@ -272,7 +265,7 @@ def _constraint_text(parsed: ParsedQuery) -> str:
     return join_human(f"{humanize_key(m.key)} {m.value}" for m in parsed.micro if m.value)
 
 
-def answer_extractively(context: RetrievedContext) -> Answer:
+def answer_extractively(context: RetrievedContext, schema: TreeSchema = DEFAULT_SCHEMA) -> Answer:
     """Answer from retrieved memory alone; references are node ids of the context."""
     parsed = context.parsed
     if parsed.unmatched:
@@ -283,28 +276,29 @@ def answer_extractively(context: RetrievedContext) -> Answer:
             f"The question asks for {what}, which no memory inside {context.scope} holds.",
         )
     if parsed.kind == "retrieval":
-        return _answer_retrieval(context)
-    return _answer_summary(context)
+        return _answer_retrieval(context, schema)
+    return _answer_summary(context, schema)
 
 
-def _answer_retrieval(context: RetrievedContext) -> Answer:
+def _answer_retrieval(context: RetrievedContext, schema: TreeSchema) -> Answer:
     parsed = context.parsed
-    leaves = _matching_leaves(context)
+    leaf = schema.leaf
+    leaves = _matching_leaves(context, schema)
     if not any(m.value for m in parsed.micro):
         return Answer(
-            f"I could not tell which projects under {context.scope} the question asks for.",
+            f"I could not tell which {leaf.nouns} under {context.scope} the question asks for.",
             (),
             "No facet value of this scope is stated in the question.",
         )
     what = _constraint_text(parsed)
     if not leaves:
         return Answer(
-            f"None in scope: no project under {context.scope} matches {what}.",
+            f"None in scope: no {leaf.noun} under {context.scope} matches {what}.",
             (),
             "No leaf in the retrieved facets matches every constraint.",
         )
     listed = join_human(f"{n.name} ({n.node_id})" for n in leaves)
-    noun = "project matches" if len(leaves) == 1 else "projects match"
+    noun = f"{leaf.noun} matches" if len(leaves) == 1 else f"{leaf.nouns} match"
     return Answer(
         f"{len(leaves)} {noun} {what}: {listed}.",
         tuple(n.node_id for n in leaves),
@@ -312,16 +306,16 @@ def _answer_retrieval(context: RetrievedContext) -> Answer:
     )
 
 
-def _answer_summary(context: RetrievedContext) -> Answer:
+def _answer_summary(context: RetrievedContext, schema: TreeSchema) -> Answer:
     parsed = context.parsed
     targets = [k for k in parsed.target_keys] or [m.key for m in parsed.micro if not m.value]
     filters = [m for m in parsed.micro if m.value and m.key not in targets]
     if targets and filters:
-        leaves = _matching_leaves(context)
+        leaves = _matching_leaves(context, schema)
         if leaves:
-            return _distribution_over(context, leaves, targets, filters)
+            return _distribution_over(leaves, targets, filters, schema)
     for key in targets:
-        node = _best_aggregate(context, key)
+        node = _best_aggregate(context, key, schema)
         if node is not None:
             facets = sorted(
                 (f for f in node.facets if f.key == key),
@@ -330,7 +324,8 @@ def _answer_summary(context: RetrievedContext) -> Answer:
             shown = "; ".join(f"{f.value} ({f.support} of {node.leaf_count})" for f in facets[:5])
             label = key_label(key)
             return Answer(
-                f"Most common {label} in {node.name} ({plural_s(node.leaf_count, 'project')}): "
+                f"Most common {label} in {node.name} "
+                f"({plural_s(node.leaf_count, schema.leaf.noun)}): "
                 f"{shown}.",
                 (node.node_id,),
                 f"Aggregated {label} facets of {node.node_id}, with support counts.",
@@ -343,7 +338,7 @@ def _answer_summary(context: RetrievedContext) -> Answer:
             f"Closest answerable question: {item.text!r} (cosine {item.score:.2f}).",
         )
     if context.summaries:
-        item = sorted(context.summaries, key=lambda s: (LEVEL_RANK[s.level], -s.score))[0]
+        item = sorted(context.summaries, key=lambda s: (schema.rank(s.level), -s.score))[0]
         return Answer(item.text, (item.node_id,), "Summary of the broadest node in the context.")
     return Answer(
         f"Nothing in memory under {context.scope} answers this.",
@@ -352,19 +347,19 @@ def _answer_summary(context: RetrievedContext) -> Answer:
     )
 
 
-def _best_aggregate(context: RetrievedContext, key: str) -> NodeContext | None:
+def _best_aggregate(context: RetrievedContext, key: str, schema: TreeSchema) -> NodeContext | None:
     """The broadest node of the context that has facets for ``key``."""
     nodes = [n for n in context.facets if any(f.key == key for f in n.facets)]
     if not nodes:
         return None
-    return sorted(nodes, key=lambda n: (LEVEL_RANK[n.level], -n.leaf_count, -n.score))[0]
+    return sorted(nodes, key=lambda n: (schema.rank(n.level), -n.leaf_count, -n.score))[0]
 
 
 def _distribution_over(
-    context: RetrievedContext,
     leaves: list[NodeContext],
     targets: list[str],
     filters: list[MicroQuery],
+    schema: TreeSchema,
 ) -> Answer:
     key = targets[0]
     counts: Counter[str] = Counter()
@@ -374,14 +369,15 @@ def _distribution_over(
     what = join_human(f"{humanize_key(m.key)} {m.value}" for m in filters)
     if not counts:
         return Answer(
-            f"The {len(leaves)} projects matching {what} do not state a {humanize_key(key)}.",
+            f"The {len(leaves)} {schema.leaf.nouns} matching {what} do not state a "
+            f"{humanize_key(key)}.",
             tuple(n.node_id for n in leaves),
             "Matching leaves have no facet for the asked key.",
         )
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
     shown = "; ".join(f"{v} ({c} of {len(leaves)})" for v, c in ranked[:5])
     return Answer(
-        f"For projects matching {what}, the most common {key_label(key)}: {shown}.",
+        f"For {schema.leaf.nouns} matching {what}, the most common {key_label(key)}: {shown}.",
         tuple(n.node_id for n in leaves),
         f"Counted {humanize_key(key)} over the {len(leaves)} leaves matching {what}.",
     )

@@ -24,18 +24,18 @@ from hltm_resources.engines.base import (
     ScopeVocabulary,
     Usage,
 )
-from hltm_resources.engines.extractive.documents import (
-    _SKIP_KEY,
-    KEY_ORDER,
-    MULTI_KEYS,
-    canonical_key,
-    canonical_value,
-    collapse_text,
-)
 from hltm_resources.engines.llm import prompts
 from hltm_resources.engines.llm.client import LLMClient
+from hltm_resources.engines.vocabulary import (
+    KEY_ORDER,
+    MULTI_KEYS,
+    SKIP_KEY,
+    canonical_key,
+    canonical_value,
+)
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
-from hltm_resources.text import fold
+from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
+from hltm_resources.text import collapse_text, fold
 from hltm_resources.tokens import count_tokens
 
 MAX_INPUT_TOKENS = 6000
@@ -252,8 +252,13 @@ class OpenAIAgents(MemoryAgents):
 
     parallel = True
 
-    def __init__(self, client: LLMClient, max_input_tokens: int = MAX_INPUT_TOKENS):
-        super().__init__()
+    def __init__(
+        self,
+        client: LLMClient,
+        max_input_tokens: int = MAX_INPUT_TOKENS,
+        schema: TreeSchema = DEFAULT_SCHEMA,
+    ):
+        super().__init__(schema)
         client.usage = self.usage
         self.client = client
         self.engine_id = f"openai:{client.model}:{prompts.PROMPT_VERSION}"
@@ -261,7 +266,7 @@ class OpenAIAgents(MemoryAgents):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIAgents:
-        return cls(LLMClient(settings, Usage()), settings.max_input_tokens)
+        return cls(LLMClient(settings, Usage()), settings.max_input_tokens, settings.schema)
 
     def _call(
         self,
@@ -303,7 +308,7 @@ class OpenAIAgents(MemoryAgents):
             if raw_value is None:
                 continue
             key = canonical_key(raw_key)
-            if _SKIP_KEY.search(key) or not key:
+            if SKIP_KEY.search(key) or not key:
                 continue
             text = str(raw_value)
             parts = (
@@ -391,13 +396,14 @@ class OpenAIAgents(MemoryAgents):
         child_ids = [info.node_id for info, _ in children]
         if not children:
             self.usage.add(engine_calls=1)
-            text = f"{node.name} ({node.node_id}) has no projects yet."
+            leaves = self.schema.leaf.nouns
+            text = f"{node.name} ({node.node_id}) has no {leaves} yet."
             return Memory(
                 node.node_id,
                 node.level,
-                (Facet("project_count", "0", 0, ()),),
-                (QAPair(f"How many projects does {node.name} have?", "0", ()),),
-                Summary(text, f"{node.name}: no projects yet.", ()),
+                (Facet(self.schema.leaf_count_key, "0", 0, ()),),
+                (QAPair(f"How many {leaves} does {node.name} have?", "0", ()),),
+                Summary(text, f"{node.name}: no {leaves} yet.", ()),
                 0,
             )
         emphasis = (
@@ -441,7 +447,7 @@ class OpenAIAgents(MemoryAgents):
         for f in out.facets:
             key = canonical_key(f.key)
             value = canonical_value(key, f.value)
-            if value is None or _SKIP_KEY.search(key):
+            if value is None or SKIP_KEY.search(key):
                 continue
             listed = sorted(set(f.children)) or child_ids
             support = sum(_child_support(memories[c], key, value) for c in listed)
@@ -452,7 +458,7 @@ class OpenAIAgents(MemoryAgents):
                 support = sum(_child_support(memories[c], key, value) for c in listed)
             facets[ident] = Facet(key, value, support, tuple(listed))
         facet_list = sorted(facets.values(), key=lambda f: (f.key, -f.support, fold(f.value)))
-        facet_list.append(Facet("project_count", str(total), total, tuple(child_ids)))
+        facet_list.append(Facet(self.schema.leaf_count_key, str(total), total, tuple(child_ids)))
         qa = [
             QAPair(
                 q.question.strip(),
@@ -468,7 +474,7 @@ class OpenAIAgents(MemoryAgents):
 
     # -- serving -----------------------------------------------------------------------------
     def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
-        keys = [k for k in vocabulary.keys if k != "project_count"]
+        keys = [k for k in vocabulary.keys if k not in vocabulary.count_keys]
         out = self._call(
             "parse_query",
             prompts.PARSE_SYSTEM.format(keys=", ".join(keys) or "(none)"),
@@ -490,7 +496,9 @@ class OpenAIAgents(MemoryAgents):
 
     def answer(self, context: RetrievedContext) -> Answer:
         return self.answer_raw(
-            context.question, prompts.render_context(context), sorted(context.node_ids())
+            context.question,
+            prompts.render_context(context, self.schema),
+            sorted(context.node_ids()),
         )
 
     def answer_raw(self, question: str, context_text: str, node_ids: Sequence[str]) -> Answer:

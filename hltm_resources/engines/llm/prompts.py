@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from hltm_resources.engines.base import RetrievedContext
 from hltm_resources.models import Document, Memory, NodeInfo
+from hltm_resources.schema import TreeSchema
 
 PROMPT_VERSION = "p1"
 
@@ -95,13 +96,14 @@ def render_children(children: Sequence[tuple[NodeInfo, Memory]]) -> str:
     return "\n\n".join(blocks)
 
 
-def render_context(context: RetrievedContext) -> str:
-    """The retrieved context as the answer agent reads it (node ids in brackets)."""
+def render_context(context: RetrievedContext, schema: TreeSchema) -> str:
+    """The retrieved context as the answer agent reads it (node ids in brackets; facets of
+    parents with their support)."""
     lines = ["## Facets (by node)"]
     for node in context.facets:
+        parent = not schema.is_leaf(node.level)
         facets = "; ".join(
-            f"{f.key}: {f.value}"
-            + (f" ({f.support} of {node.leaf_count})" if node.level != "project" else "")
+            f"{f.key}: {f.value}" + (f" ({f.support} of {node.leaf_count})" if parent else "")
             for f in node.facets
         )
         lines.append(f"[{node.node_id}] {node.name} ({node.level}): {facets}")

@@ -68,10 +68,7 @@ def eval_adaptation(
         logger.flush()
         proposal, _ = adaptation.propose(adapted, params)
         adaptation.approve(adapted, proposal.version)
-        indexer = Indexer(adapted)
-        plan = indexer.plan()
-        for level in ("project", "seat", "account"):
-            indexer.build(level, plan.keys(level))
+        plan = Indexer(adapted).build_all()
         with database.connect(adapted.duckdb_path, read_only=True) as con:
             logged_test = con.execute(
                 "SELECT count(*) FROM query_log WHERE query_id IN (SELECT unnest(?))",
@@ -109,36 +106,3 @@ def eval_adaptation(
         "scores": results,
         "qa_view_recall_by_template": by_template,
     }
-
-
-def markdown(result: dict) -> str:
-    lines = [
-        "| memory | system | retrieval F1 | precision | recall | correctness | token-F1 |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for name, scores in result["scores"].items():
-        for system, row in scores.items():
-            lines.append(
-                f"| {name.replace('_', ' ')} | {system} | "
-                f"{row['retrieval_f1']:.3f} ± {row['retrieval_f1_sem']:.3f} | "
-                f"{row['retrieval_precision']:.3f} | {row['retrieval_recall']:.3f} | "
-                f"{row['summary_correctness']:.3f} | {row['summary_token_f1']:.3f} |"
-            )
-    lines += [
-        "",
-        "| template (held-out questions) | recurs in training | QA-view recall@8 without | with |",
-        "| --- | --- | --- | --- |",
-    ]
-    for template, row in result["qa_view_recall_by_template"].items():
-        lines.append(
-            f"| {template} | {'yes' if row['recurs_in_training'] else 'no'} | "
-            f"{row['qa_view_recall_without']:.3f} | {row['qa_view_recall_with']:.3f} |"
-        )
-    lines.append(
-        f"\nTrain {result['train_queries']} / test {result['test_queries']} queries "
-        f"(split by scope); test questions in the query log: "
-        f"{result['test_questions_in_query_log']}; hints v{result['hints']['version']}:"
-        f" {len(result['hints']['patterns'])} patterns, "
-        f"{len(result['hints']['facets'])} facet names."
-    )
-    return "\n".join(lines)

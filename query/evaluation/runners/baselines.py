@@ -27,10 +27,11 @@ from hltm_resources.embedding import Embedder
 from hltm_resources.engines.base import Answer, ScopeVocabulary
 from hltm_resources.engines.extractive.documents import document_facets
 from hltm_resources.engines.extractive.questions import parse_question
+from hltm_resources.engines.vocabulary import key_label
 from hltm_resources.models import Document
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import VectorStore, sql_quote
-from hltm_resources.text import fold, join_human, key_label, plural_s
+from hltm_resources.text import fold, join_human, plural_s
 from hltm_resources.tokens import count_tokens
 
 CHUNK_CHARS = 512

@@ -12,11 +12,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hltm_resources.build.loading import load_and_build
+from hltm_resources.config import Settings
 from hltm_resources.engines.base import Answer
 from hltm_resources.engines.llm.prompts import render_context
 from hltm_resources.stores import database
-from hltm_resources.tokens import count_tokens, encoding_name
+from hltm_resources.stores.sot import read_topology
+from hltm_resources.tokens import count_tokens
 from query.evaluation import metrics
+from query.evaluation.data.sample_world import (
+    generate_world,
+    make_queries,
+    write_queries,
+    write_snapshot,
+)
 from query.evaluation.runners.baselines import (
     Chunk,
     ChunkIndex,
@@ -73,22 +82,15 @@ def load_queries(path: Path) -> list[dict]:
     ]
 
 
-def subtree_nodes(settings) -> dict[str, set[str]]:
+def subtree_nodes(settings: Settings) -> dict[str, set[str]]:
     """Per scope node id, every node id in its subtree (for leakage)."""
     with database.connect(settings.duckdb_path, read_only=True) as con:
-        rows = con.execute("""SELECT p.project_id, p.seat_id, s.account_id FROM sot_projects p
-                              JOIN sot_seats s USING (seat_id)""").fetchall()
-        seats = con.execute("SELECT seat_id, account_id FROM sot_seats").fetchall()
-    out: dict[str, set[str]] = {}
-    for seat, account in seats:
-        out.setdefault(f"seat:{seat}", {f"seat:{seat}"})
-        out.setdefault(f"account:{account}", {f"account:{account}"}).add(f"seat:{seat}")
-    for project, seat, account in rows:
-        node = f"project:{project}"
-        out[f"project:{project}"] = {node}
-        out[f"seat:{seat}"].add(node)
-        out[f"account:{account}"].add(node)
-    return out
+        topology = read_topology(con, settings.schema)
+    return {
+        node.node_id: {node.node_id, *(d.node_id for d in topology.descendants(node))}
+        for nodes in topology.levels.values()
+        for node in nodes.values()
+    }
 
 
 class HiringHarness:
@@ -141,7 +143,11 @@ class HiringHarness:
             r = self.memory.ask(
                 q["question"], scope=q["scope"], query_id=q["query_id"], **HLTM_SYSTEMS[system]
             )
-            tokens = count_tokens(render_context(r.retrieved)) if r.retrieved else 0
+            tokens = (
+                count_tokens(render_context(r.retrieved, self.settings.schema))
+                if r.retrieved
+                else 0
+            )
             return Outcome(
                 r.answer,
                 r.references,
@@ -282,36 +288,41 @@ class HiringHarness:
         return out
 
 
-def correctness_label(judged: bool) -> str:
-    return "LLM judge" if judged else "entity-recall proxy"
+def eval_hiring(
+    settings: Settings,
+    seed: int = 11,
+    systems=DEFAULT_SYSTEMS,
+    limit: int | None = None,
+    show_progress: bool = False,
+    queries_path: Path | None = None,
+) -> tuple[dict, dict]:
+    """Generate a world (unless the home already holds it), build, evaluate."""
+    home = settings.home
+    marker = home / "eval-world.txt"
+    if not marker.exists() or marker.read_text() != str(seed):
+        world = generate_world(seed=seed)
+        snapshot = write_snapshot(world, home / "snapshot")
+        load_and_build(settings, snapshot)
+        write_queries(make_queries(world, seed=seed), home / "queries.jsonl")
+        marker.write_text(str(seed))
+    queries = load_queries(queries_path or home / "queries.jsonl")
+    if limit:
+        queries = queries[:limit]
+    judge = None
+    memory = Memory(settings, log_batch=200)
+    if settings.engine != "extractive":
+        judge = memory.agents.judge  # type: ignore[attr-defined]
+    harness = HiringHarness(memory, systems=systems, judge=judge)
+    bar = None
+    if show_progress:
+        from tqdm import tqdm
 
-
-def markdown_table(scores: dict[str, dict], judged: bool = False) -> str:
-    """The results table (mean ± SEM where the paper reports it)."""
-    cols = [
-        ("summary_correctness", f"correctness ({correctness_label(judged)})"),
-        ("summary_token_f1", "token-F1"),
-        ("summary_bleu1", "BLEU-1"),
-        ("retrieval_precision", "precision"),
-        ("retrieval_recall", "recall"),
-        ("retrieval_f1", "retrieval F1"),
-    ]
-    head = (
-        "| system | "
-        + " | ".join(c[1] for c in cols)
-        + " | leak (query) | leak (entity) | p50 ms | p95 ms | context tokens | LLM calls |"
-    )
-    lines = [head, "|" + " --- |" * (len(cols) + 7)]
-    for system, row in scores.items():
-        cells = [f"{row[c]:.3f} ± {row[c + '_sem']:.3f}" for c, _ in cols]
-        cells += [
-            f"{row['leak_query_ratio']:.1%}",
-            f"{row['leak_entity_ratio']:.1%}",
-            f"{row['latency_p50_ms']:.1f}",
-            f"{row['latency_p95_ms']:.1f}",
-            f"{row['context_tokens_mean']:.0f}",
-            f"{row['llm_calls_per_query']:.2f}",
-        ]
-        lines.append(f"| {system} | " + " | ".join(cells) + " |")
-    lines.append(f"\nTokens counted with {encoding_name()}.")
-    return "\n".join(lines)
+        bar = tqdm(total=len(queries), desc="queries", unit="q")
+    results = harness.run(queries, progress=bar.update if bar else None)
+    if bar:
+        bar.close()
+    return harness.score(queries, results), {
+        "queries": len(queries),
+        "seed": seed,
+        "judged": judge is not None,
+    }

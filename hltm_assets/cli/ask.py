@@ -1,0 +1,64 @@
+"""``hltm ask``: answer from memory, one question or a JSONL batch (never loads Dagster)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hltm_assets.cli.common import (
+    EXIT_FAILED,
+    CliError,
+    add_progress_flags,
+    print_json,
+    settings_of,
+    show_progress,
+)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from query import Memory
+
+    settings = settings_of(args)
+    if args.queries:
+        if not args.out:
+            raise CliError("--queries needs --out FILE (JSONL answers)")
+        from query.batch import answer_batch
+
+        summary = answer_batch(
+            settings, Path(args.queries), Path(args.out), show_progress=show_progress(args)
+        )
+        for problem in summary["problems"]:
+            print(f"hltm: {problem}", file=sys.stderr)
+        skipped = f" ({len(summary['problems'])} bad lines skipped)" if summary["problems"] else ""
+        print(
+            f"answered {summary['answered']} of {summary['lines']} queries -> {args.out}{skipped}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED if summary["problems"] else 0
+    if not args.question or not args.scope:
+        raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
+    with Memory(settings) as mem:
+        result = mem.ask(args.question, scope=args.scope)
+    if args.json:
+        print_json(result.as_dict())
+    else:
+        print(result.answer)
+        print(f"references: {', '.join(result.references) or '(none)'}")
+        t = result.timings
+        print(
+            f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
+            f"LLM calls {result.llm_calls}"
+        )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="answer a question from memory, scoped to a node")
+    p.add_argument("question", nargs="?")
+    p.add_argument("--scope", help="a node id, e.g. account:<id>, seat:<id> or project:<id>")
+    p.add_argument("--json", action="store_true", help="answer, references, contexts, timings")
+    p.add_argument("--queries", help="JSONL with query_id, scope, question per line")
+    p.add_argument("--out", help="JSONL answers for --queries")
+    add_progress_flags(p)
+    p.set_defaults(func=cmd_ask)

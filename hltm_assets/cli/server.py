@@ -1,0 +1,52 @@
+"""``hltm dev`` and ``hltm reload``: the Dagster UI on this home."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from hltm_assets.cli.common import EXIT_FAILED, settings_of
+
+#: The repository root: workspace.yaml and dagster.yaml live there.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    """Start ``dagster dev`` on this home (same storage as the CLI)."""
+    import subprocess
+
+    settings = settings_of(args)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    # DAGSTER_HOME unset and the repo root as working directory: `dagster dev` then reads the
+    # repo's dagster.yaml, which keeps Dagster's storage in $HLTM_HOME (the CLI's instance).
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env["HLTM_HOME"] = str(settings.home)
+    env["HLTM_TREE"] = settings.tree
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    cmd = [dagster, "dev", "-w", str(ROOT / "workspace.yaml"), "-p", str(args.port)]
+    print(f"starting: HLTM_HOME={settings.home} {' '.join(cmd)}")
+    return subprocess.call(cmd, env=env, cwd=ROOT)
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    """Reload the code location of a running ``dagster dev`` after the tree changed."""
+    from dagster_graphql import DagsterGraphQLClient
+
+    client = DagsterGraphQLClient(args.host, port_number=args.port)
+    info = client.reload_repository_location(args.location)
+    print(f"reload of {args.location}: {info.status}")
+    return 0 if str(info.status).endswith("SUCCESS") else EXIT_FAILED
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dev", help="start dagster dev on this home")
+    p.add_argument("--port", type=int, default=3000)
+    p.set_defaults(func=cmd_dev)
+
+    p = sub.add_parser("reload", help="reload the code location of a running dagster dev")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--location", default="hltm_assets.definitions")
+    p.set_defaults(func=cmd_reload)

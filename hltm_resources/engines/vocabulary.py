@@ -1,0 +1,182 @@
+"""The shared vocabulary of facets: canonical keys, their aliases and value normalization.
+
+Both engines use it: the extractive engine to read documents, the LLM engine to normalize what
+the model returns, so that exports of different applicant tracking systems and both engines
+aggregate onto the same facets (``office_location`` and ``workplaceType`` become ``location`` and
+``workplace_type``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hltm_resources.text import clean_value, fold, pluralize, snake_key, title_case
+
+#: Canonical keys in the order memories present them.
+KEY_ORDER: tuple[str, ...] = (
+    "title",
+    "seniority",
+    "location",
+    "workplace_type",
+    "skill",
+    "preferred_skill",
+    "rejection_reason",
+    "department",
+    "employment_type",
+    "experience_years",
+    "salary_range",
+    "visa_sponsorship",
+    "education",
+    "language",
+    "industry",
+    "hiring_manager",
+    "headcount",
+)
+
+#: Keys that hold several values at once (a project requires several skills).
+MULTI_KEYS = frozenset(
+    {"skill", "preferred_skill", "rejection_reason", "language", "benefit", "certification"}
+)
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "title": (
+        "title job_title jobtitle position position_title role role_title job job_name "
+        "posting_title posting_text opening opening_title requisition_title job_role req_title"
+    ).split(),
+    "seniority": (
+        "seniority seniority_level level career_level experience_level job_level grade band"
+    ).split(),
+    "location": (
+        "location job_location work_location office office_location city primary_location "
+        "locations based_in site work_site hiring_location geo"
+    ).split(),
+    "workplace_type": (
+        "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
+        "work_mode location_type arrangement onsite_remote remote_status remote_type "
+        "posting_workplace_type"
+    ).split(),
+    "skill": (
+        "skill skills required_skills must_have_skills must_haves must_have requirements "
+        "tech_stack technologies key_skills competencies core_skills required_competencies "
+        "hard_skills stack"
+    ).split(),
+    "preferred_skill": (
+        "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills"
+    ).split(),
+    "rejection_reason": (
+        "rejection_reason reject_reason rejection disqualification_reason decline_reason "
+        "reason_for_rejection rejected_because rejection_reasons"
+    ).split(),
+    "department": "department team dept business_unit division org_unit function".split(),
+    "employment_type": (
+        "employment_type job_type contract_type commitment employment contract"
+    ).split(),
+    "experience_years": (
+        "years_of_experience min_experience experience_years yoe min_years_experience "
+        "experience_required"
+    ).split(),
+    "salary_range": (
+        "salary salary_range compensation pay_range base_salary comp comp_range"
+    ).split(),
+    "visa_sponsorship": "visa visa_sponsorship sponsorship".split(),
+    "education": "education degree min_education".split(),
+    "language": "language languages spoken_languages".split(),
+    "industry": "industry sector".split(),
+    "hiring_manager": "hiring_manager manager hm".split(),
+    "headcount": "headcount openings number_of_openings positions_open num_openings".split(),
+    "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
+    "decision": "decision outcome status result recommendation verdict".split(),
+    "stage": "stage interview_stage round".split(),
+    "reason": "reason reasons notes_reason".split(),
+}
+KEY_ALIASES: dict[str, str] = {alias: key for key, aliases in ALIASES.items() for alias in aliases}
+
+#: Keys that never become facets: identifiers, timestamps, contact details, free text blobs.
+SKIP_KEY = re.compile(
+    r"(^|_)(id|ids|uuid|url|urls|link|email|phone|created|updated|created_at|updated_at|"
+    r"modified|timestamp|date|time|description|body|text|notes|comments?|summary)$"
+)
+FEEDBACK_KEYS = frozenset({"candidate", "decision", "reason", "stage"})
+
+SENIORITY_WORDS = {
+    "intern": "Intern",
+    "entry level": "Entry-level",
+    "entry-level": "Entry-level",
+    "junior": "Junior",
+    "mid level": "Mid-level",
+    "mid-level": "Mid-level",
+    "senior": "Senior",
+    "staff": "Staff",
+    "principal": "Principal",
+    "lead": "Lead",
+}
+WORKPLACE_WORDS = {
+    "remote": "remote",
+    "fully remote": "remote",
+    "remote first": "remote",
+    "hybrid": "hybrid",
+    "on site": "on-site",
+    "onsite": "on-site",
+    "in office": "on-site",
+    "office based": "on-site",
+}
+
+
+def canonical_key(raw_key: str) -> str:
+    """Map a raw key onto a canonical key, or its ``snake_case`` form."""
+    key = snake_key(raw_key)
+    if key in KEY_ALIASES:
+        return KEY_ALIASES[key]
+    last = key.rsplit("_", 1)[-1]
+    # Flattened JSON paths such as ``job_location_city`` or ``posting_title``.
+    for size in (3, 2):
+        tail = "_".join(key.split("_")[-size:])
+        if tail in KEY_ALIASES:
+            return KEY_ALIASES[tail]
+    if last in KEY_ALIASES and KEY_ALIASES[last] not in FEEDBACK_KEYS:
+        return KEY_ALIASES[last]
+    return key
+
+
+def canonical_value(key: str, value: str) -> str | None:
+    """Clean a value and map known vocabularies (workplace, seniority); None drops it."""
+    value = clean_value(value)
+    if not value or value.lower() in {"n/a", "na", "none", "null", "-", "tbd", "unknown"}:
+        return None
+    folded = fold(value)
+    if key == "workplace_type":
+        for word, canon in WORKPLACE_WORDS.items():
+            if folded == word or folded.startswith(word + " "):
+                return canon
+    if key == "seniority" and folded in SENIORITY_WORDS:
+        return SENIORITY_WORDS[folded]
+    if key in ("title", "location", "department", "language"):
+        return title_case(value)
+    return value
+
+
+def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:
+    """Sort key of a facet key: emphasized hint keys, then canonical order, then the rest."""
+    if key in emphasized:
+        return (-len(emphasized) + list(emphasized).index(key), key)
+    if key in KEY_ORDER:
+        return (KEY_ORDER.index(key), key)
+    return (len(KEY_ORDER), key)
+
+
+#: How answers and summaries name a facet key, in the plural.
+_KEY_LABEL = {
+    "title": "roles",
+    "location": "locations",
+    "workplace_type": "workplace types",
+    "skill": "required skills",
+    "preferred_skill": "nice-to-have skills",
+    "rejection_reason": "rejection reasons",
+    "seniority": "seniority levels",
+}
+
+
+def key_label(key: str) -> str:
+    """How answers and summaries name a facet key, in the plural."""
+    return _KEY_LABEL.get(key, pluralize(key.replace("_", " ").strip()))
