@@ -180,7 +180,11 @@ def test_longmemeval_loader_builds_a_valid_snapshot(tmp_path):
     # Unsafe characters are replaced, a session listed twice gets a distinct project.
     assert projects[:3] == ["q1-answer_s1", "q1-sess-2-x", "q1-sess-2-x-2"]
     assert data.original_session["q1-sess-2-x-2"] == "sess 2/x"
-    assert len({d["doc_id"] for d in snap.rows("documents.jsonl")}) == len(snap.rows("documents.jsonl")) == 14
+    assert (
+        len({d["doc_id"] for d in snap.rows("documents.jsonl")})
+        == len(snap.rows("documents.jsonl"))
+        == 14
+    )
     q1, q2, q3 = data.questions
     assert q1.gold == ("answer_s1",) and q1.gold_turns == ("q1-answer_s1:0",)
     assert q2.skip == "abstention"
@@ -312,7 +316,9 @@ def test_unknown_benchmark(tmp_path):
 def test_locomo_dev_loads_as_a_valid_snapshot(tmp_path):
     data = public.load_locomo(LOCOMO_DEV)
     snap = read_snapshot(public.write_public_snapshot(data, tmp_path / "snap"))
-    assert len(snap.rows("seats.jsonl")) == 5 and "conv-26" in {s["seat_id"] for s in snap.rows("seats.jsonl")}
+    assert len(snap.rows("seats.jsonl")) == 5 and "conv-26" in {
+        s["seat_id"] for s in snap.rows("seats.jsonl")
+    }
     assert len(snap.rows("documents.jsonl")) == len(data.doc_text)
     # conv-26 has date keys for sessions 20-35 that hold no turns: no project for them.
     assert "conv-26-s20" not in {p["project_id"] for p in snap.rows("projects.jsonl")}

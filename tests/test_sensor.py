@@ -7,9 +7,9 @@ import dagster as dg
 
 from hltm_assets.definitions import build_definitions
 from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.plan import Plan, PlanItem
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.build.nearline import decide
+from hltm_resources.build.plan import Plan, PlanItem
 from hltm_resources.models import Topology
 from hltm_resources.schema import DEFAULT_SCHEMA
 from tests.conftest import write_jsonl

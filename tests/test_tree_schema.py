@@ -118,7 +118,12 @@ def test_a_four_level_tree_builds_and_answers_through_the_same_assets(tmp_path, 
         "team": len(set(team_of.values())),
         "org": len(world.accounts),
     }
-    assert list(result.as_json())[:4] == ["leaves_built", "seats_built", "teams_built", "orgs_built"]
+    assert list(result.as_json())[:4] == [
+        "leaves_built",
+        "seats_built",
+        "teams_built",
+        "orgs_built",
+    ]
     for level in ("project", "seat", "team", "org"):
         assert check_level(settings, level).passed
     assert verify(settings).ok

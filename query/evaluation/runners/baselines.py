@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder
 from hltm_resources.engines.base import Answer, ScopeVocabulary
 from hltm_resources.engines.extractive.documents import document_facets
@@ -30,6 +31,7 @@ from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.engines.vocabulary import key_label
 from hltm_resources.models import Document
 from hltm_resources.stores import database
+from hltm_resources.stores.sot import read_documents, read_topology
 from hltm_resources.stores.vectors import VectorStore, sql_quote
 from hltm_resources.text import fold, join_human, plural_s
 from hltm_resources.tokens import count_tokens
@@ -41,19 +43,18 @@ CONTEXT_BUDGET_TOKENS = 8000
 
 @dataclass(frozen=True)
 class Chunk:
+    """A window of one document's text, with the leaf it hangs off (``node_id``, ``path``)."""
+
     chunk_id: str
-    project_id: str
+    node_id: str
     path: str
     kind: str
     updated_at: str
     text: str
 
-    @property
-    def node_id(self) -> str:
-        return f"project:{self.project_id}"
-
     def as_document(self) -> Document:
-        return Document(self.chunk_id, self.project_id, self.kind, self.text, self.updated_at)
+        leaf = self.node_id.split(":", 1)[1]
+        return Document(self.chunk_id, leaf, self.kind, self.text, self.updated_at)
 
 
 def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> list[str]:
@@ -73,20 +74,19 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP)
     return [c for c in out if c]
 
 
-def load_chunks(settings) -> list[Chunk]:
+def load_chunks(settings: Settings) -> list[Chunk]:
     """Every document of the SOT, chunked, in tree (path) order."""
     with database.connect(settings.duckdb_path, read_only=True) as con:
-        rows = con.execute(
-            """SELECT d.doc_id, d.project_id, s.account_id || '/' || p.seat_id || '/' ||
-                      p.project_id, d.kind, d.updated_at, d.text
-               FROM sot_documents d JOIN sot_projects p USING (project_id)
-               JOIN sot_seats s USING (seat_id)
-               ORDER BY s.account_id, p.seat_id, p.project_id, d.doc_id"""
-        ).fetchall()
+        topology = read_topology(con, settings.schema)
+        docs = read_documents(con, settings.schema, list(topology.leaves))
     chunks = []
-    for doc_id, pid, path, kind, updated, text in rows:
-        for i, piece in enumerate(chunk_text(text)):
-            chunks.append(Chunk(f"{doc_id}#{i}", pid, path, kind, updated, piece))
+    for leaf in topology.leaves.values():
+        for doc in docs[leaf.raw_id]:
+            for i, piece in enumerate(chunk_text(doc.text)):
+                chunk = Chunk(
+                    f"{doc.doc_id}#{i}", leaf.node_id, leaf.path, doc.kind, doc.updated_at, piece
+                )
+                chunks.append(chunk)
     return chunks
 
 

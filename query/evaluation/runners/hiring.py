@@ -37,7 +37,7 @@ from query.memory import Memory
 
 HLTM_SYSTEMS = {
     "hltm": {},
-    "hltm_no_aggregation": {"levels": ("project",)},
+    "hltm_no_aggregation": {"levels": "leaves"},
     "hltm_facet_only": {"views": ("facets",)},
     "hltm_qa_only": {"views": ("qa",)},
     "hltm_summary_only": {"views": ("summaries",)},
@@ -137,11 +137,18 @@ class HiringHarness:
             return answer, after["llm_calls"] - before["llm_calls"], tokens
         return read_extractively(question, chunks), 0, 0
 
+    def _options(self, system: str) -> dict:
+        """Retrieval options of an HLTM system (``levels: "leaves"`` = the leaf level only)."""
+        options = dict(HLTM_SYSTEMS[system])
+        if options.get("levels") == "leaves":
+            options["levels"] = (self.settings.schema.leaf.name,)
+        return options
+
     def run_query(self, system: str, q: dict) -> Outcome:
         t0 = time.perf_counter()
         if system in HLTM_SYSTEMS:
             r = self.memory.ask(
-                q["question"], scope=q["scope"], query_id=q["query_id"], **HLTM_SYSTEMS[system]
+                q["question"], scope=q["scope"], query_id=q["query_id"], **self._options(system)
             )
             tokens = (
                 count_tokens(render_context(r.retrieved, self.settings.schema))
@@ -190,7 +197,7 @@ class HiringHarness:
                 prev = docs.get(doc_id)
                 docs[doc_id] = Chunk(
                     doc_id,
-                    c.project_id,
+                    c.node_id,
                     c.path,
                     c.kind,
                     c.updated_at,
@@ -259,7 +266,8 @@ class HiringHarness:
                             metrics.entity_recall(o.answer, q.get("gold_entities") or [])
                         )
                 else:
-                    leaves = [r for r in o.references if r.startswith("project:")]
+                    leaf = f"{self.settings.schema.leaf.name}:"
+                    leaves = [r for r in o.references if r.startswith(leaf)]
                     p, r, f = metrics.prf(leaves, q["gold_references"])
                     prec.append(p)
                     rec.append(r)
