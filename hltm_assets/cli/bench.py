@@ -75,12 +75,7 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
         p: sum(getattr(r, f"{p}_s") for r in reports) for p in ("engine", "embed", "write")
     }
     return {
-        "tree": {
-            "accounts": len(world.accounts),
-            "seats": len(world.seats),
-            "projects": len(world.projects),
-            "documents": len(world.documents),
-        },
+        "tree": world.counts(),
         "dagster_index": {
             "total_s": round(dagster_total, 2),
             "embed_s": round(result.phases["embed"], 2),
@@ -207,12 +202,7 @@ def bench_incremental(
         same_as_full = dump(inc) == dump(full_home)
     inc_j, full_j = incremental.as_json(), full.as_json()
     return {
-        "tree": {
-            "accounts": len(world.accounts),
-            "seats": len(world.seats),
-            "projects": len(world.projects),
-            "documents": len(world.documents),
-        },
+        "tree": world.counts(),
         "edited_projects": len(changes["edited"]),
         "initial_full_build_s": round(first.seconds, 1),
         "incremental": {
@@ -249,12 +239,49 @@ def bench_incremental(
     }
 
 
-BENCHMARKS = {"index": bench_index, "query": bench_query, "incremental": bench_incremental}
+def bench_load(seed: int = 5, accounts: int = 10, seats: int = 25, repeats: int = 3) -> dict:
+    """Snapshot load of about 10k projects: validating the files (best of ``repeats``), a
+    first load into a fresh home, and a reload of the same snapshot (nothing changed)."""
+    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.stores.sot import read_snapshot
+    from query.evaluation.data.sample_world import generate_world, write_snapshot
+
+    world = generate_world(
+        seed=seed, accounts=accounts, seats_per_account=seats, projects_per_seat=(36, 44)
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = write_snapshot(world, Path(tmp) / "snapshot")
+        reads = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            read_snapshot(snapshot)
+            reads.append(time.perf_counter() - t0)
+        settings = Settings(home=Path(tmp) / "home")
+        t0 = time.perf_counter()
+        load_snapshot(settings, snapshot)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        load_snapshot(settings, snapshot)
+        again = time.perf_counter() - t0
+    return {
+        "tree": world.counts(),
+        "validate_s": round(min(reads), 3),
+        "first_load_s": round(first, 3),
+        "reload_unchanged_s": round(again, 3),
+    }
+
+
+BENCHMARKS = {
+    "index": bench_index,
+    "query": bench_query,
+    "incremental": bench_incremental,
+    "load": bench_load,
+}
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     run = BENCHMARKS[args.which]
-    result = run() if args.which == "incremental" else run(seed=args.seed)
+    result = run(seed=args.seed) if args.which in ("index", "query") else run()
     print_json(result) if args.json else print(json.dumps(result, indent=2))
     return 0
 

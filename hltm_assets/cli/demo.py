@@ -28,10 +28,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
         projects_per_seat=(args.min_projects, args.max_projects),
     )
     out = write_snapshot(world, args.directory)
-    print(
-        f"wrote {len(world.accounts)} accounts, {len(world.seats)} seats, "
-        f"{len(world.projects)} projects, {len(world.documents)} documents to {out}"
-    )
+    counts = ", ".join(f"{n} {name}" for name, n in world.counts().items())
+    print(f"wrote {counts} to {out}")
     if args.queries:
         from query.evaluation.data.sample_world import make_queries, write_queries
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from hltm_resources.config import ConfigError, Settings
-from hltm_resources.embedding import Embedder, EmbedderError
+from hltm_resources.embedding.base import Embedder, EmbedderError
 
 
 class OpenAIEmbedder(Embedder):

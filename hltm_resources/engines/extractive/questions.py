@@ -159,10 +159,28 @@ def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
 
 def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     """Micro-queries for ``question`` built from the scope's own keys and values."""
+    kind = question_kind(question)
+    micro = _value_micro_queries(_stated_values(question, vocabulary))
+    listed: set[str] = set()
+    if kind == "summary":
+        micro, listed = _without_listed_options(micro)
+    valued_keys = {m.key for m in micro}
+    targets = _asked_targets(question, vocabulary, listed)
+    unvalued = [k for k in targets if k not in valued_keys]
+    # A summary question names what it wants; valued keys are its filters.
+    targets = unvalued if kind == "retrieval" else unvalued or targets
+    if kind == "summary":
+        micro += [MicroQuery(key, None) for key in targets if key not in valued_keys]
+    unmatched = _unmatched_constraints(question, kind, micro, valued_keys)
+    return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
+
+
+def _stated_values(
+    question: str, vocabulary: ScopeVocabulary
+) -> dict[str, list[tuple[float, str]]]:
+    """Per key, the (score, value) pairs of the scope's values the question states."""
     q_folded = fold(question)
     q_tokens = q_folded.split()
-    kind = question_kind(question)
-    # Values stated in the question, longest first, without overlapping spans of one key.
     matched: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for key, values in vocabulary.values.items():
         if key in vocabulary.count_keys:
@@ -171,6 +189,11 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
             score = _value_matches(value, q_tokens, q_folded)
             if score:
                 matched[key].append((score, value))
+    return matched
+
+
+def _value_micro_queries(matched: dict[str, list[tuple[float, str]]]) -> list[MicroQuery]:
+    """Valued micro-queries, best key and longest value first, skipping overlapped spans."""
     micro: list[MicroQuery] = []
     used_spans: list[str] = []
     for key in sorted(matched, key=lambda k: -max(s for s, _ in matched[k])):
@@ -180,34 +203,34 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
                 continue
             used_spans.append(folded)
             micro.append(MicroQuery(key, value))
-    if kind == "summary":
-        # "remote, hybrid or on-site?" lists the options of one key: that key is the target.
-        listed = {k for k, n in Counter(m.key for m in micro).items() if n >= 2}
-        micro = [m for m in micro if m.key not in listed]
-    else:
-        listed = set()
-    valued_keys = {m.key for m in micro}
-    # Keys the question asks about without a value ("where", "which skills").
+    return micro
+
+
+def _without_listed_options(micro: list[MicroQuery]) -> tuple[list[MicroQuery], set[str]]:
+    """The micro-queries minus keys stated twice or more, and those (listed-option) keys."""
+    # "remote, hybrid or on-site?" lists the options of one key: that key is the target.
+    listed = {k for k, n in Counter(m.key for m in micro).items() if n >= 2}
+    return [m for m in micro if m.key not in listed], listed
+
+
+def _asked_targets(question: str, vocabulary: ScopeVocabulary, listed: set[str]) -> list[str]:
+    """Listed-option keys, then keys asked about by wording, then keys named by their label."""
     targets: list[str] = sorted(listed)
-    for key, words in _KEY_WORDS.items():
-        if key in targets:
-            continue
-        if any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", question.lower()) for w in words):
-            if key in vocabulary.values or key in ("title", "location"):
-                targets.append(key)
+    # Keys the question asks about without a value ("where", "which skills").
+    in_scope = {*vocabulary.values, "title", "location"}
+    targets += [key for key in asked_keys(question, in_scope) if key not in targets]
+    q_folded = fold(question)
     for key in vocabulary.values:
         label = humanize_key(key)
         if key not in targets and len(label) > 3 and re.search(rf"\b{re.escape(label)}", q_folded):
             targets.append(key)
-    if kind == "retrieval":
-        targets = [k for k in targets if k not in valued_keys]
-    else:
-        # A summary question names what it wants; valued keys are its filters.
-        targets = [k for k in targets if k not in valued_keys] or targets
-    for key in targets:
-        if kind == "summary" and key not in valued_keys:
-            micro.append(MicroQuery(key, None))
-    # Constraints stated in the question that the scope does not hold.
+    return targets
+
+
+def _unmatched_constraints(
+    question: str, kind: str, micro: list[MicroQuery], valued_keys: set[str]
+) -> list[str]:
+    """Constraints stated in the question (slot patterns) that the scope does not hold."""
     unmatched: list[str] = []
     for key, pattern in _SLOTS:
         m = pattern.search(question)
@@ -215,21 +238,26 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
             continue
         slot = m.group(1).strip(" ?.,")
         slot_tokens = {t for t in content_tokens(slot) if t not in _GENERIC_SLOT_WORDS}
-        if not slot_tokens:
-            continue
-        covered: set[str] = set()
-        for v in micro:
-            if v.value and (v.key == key or key not in valued_keys):
-                covered |= set(content_tokens(v.value))
-        # The scope must hold a value that states the whole constraint: "Demand Forecasting"
-        # is not matched by a scope value "Forecasting".
-        if key in valued_keys and slot_tokens <= covered:
-            continue
-        if key not in valued_keys and slot_tokens & covered:
+        if not slot_tokens or _slot_covered(key, slot_tokens, micro, valued_keys):
             continue
         if kind == "retrieval" or key in ("title", "skill"):
             unmatched.append(f"{humanize_key(key)}: {slot}")
-    return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
+    return unmatched
+
+
+def _slot_covered(
+    key: str, slot_tokens: set[str], micro: list[MicroQuery], valued_keys: set[str]
+) -> bool:
+    """True when the valued micro-queries state the slot's constraint."""
+    covered: set[str] = set()
+    for v in micro:
+        if v.value and (v.key == key or key not in valued_keys):
+            covered |= set(content_tokens(v.value))
+    # The scope must hold a value that states the whole constraint: "Demand Forecasting"
+    # is not matched by a scope value "Forecasting".
+    if key in valued_keys:
+        return slot_tokens <= covered
+    return bool(slot_tokens & covered)
 
 
 def _matching_leaves(context: RetrievedContext, schema: TreeSchema) -> list[NodeContext]:
