@@ -211,34 +211,27 @@ class Retriever:
         order = sorted(range(len(rows)), key=lambda i: (-cos[i], rows.cols["node_id"][i]))[:k]
         return rows.take(order), cos[order]
 
-    def qa(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
-        rows, cos = self._top("qa", qvec, where, scope_key, k)
+    def _items(
+        self, view: str, kind: str, extra: str, qvec: np.ndarray, where: str, scope_key: str, k: int
+    ) -> list[ContextItem]:
+        """The top ``k`` rows of a view as context items (``extra``: the payload column)."""
+        rows, cos = self._top(view, qvec, where, scope_key, k)
         c = rows.cols
         return [
             ContextItem(
-                "qa",
+                kind,
                 c["node_id"][i],
                 c["level"][i],
                 float(cos[i]),
                 c["text"][i],
-                answer=c["answer"][i],
                 source_ids=tuple(c["source_ids"][i]),
+                **{extra: c[extra][i]},
             )
             for i in range(len(rows))
         ]
 
+    def qa(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
+        return self._items("qa", "qa", "answer", qvec, where, scope_key, k)
+
     def summaries(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
-        rows, cos = self._top("summaries", qvec, where, scope_key, k)
-        c = rows.cols
-        return [
-            ContextItem(
-                "summary",
-                c["node_id"][i],
-                c["level"][i],
-                float(cos[i]),
-                c["text"][i],
-                detailed=c["detailed"][i],
-                source_ids=tuple(c["source_ids"][i]),
-            )
-            for i in range(len(rows))
-        ]
+        return self._items("summaries", "summary", "detailed", qvec, where, scope_key, k)

@@ -328,6 +328,10 @@ class ProjectTruth:
     codename: str
 
 
+#: The snapshot files of the default tree, by row list of :class:`World`.
+SNAPSHOT_FILES = ("accounts", "seats", "projects", "documents")
+
+
 @dataclass
 class World:
     """SOT rows plus the latent truth behind them."""
@@ -343,6 +347,10 @@ class World:
 
     def seat_account(self) -> dict[str, str]:
         return {s["seat_id"]: s["account_id"] for s in self.seats}
+
+    def counts(self) -> dict[str, int]:
+        """Rows per snapshot file (without ``.jsonl``)."""
+        return {name: len(getattr(self, name)) for name in SNAPSHOT_FILES}
 
 
 def _weighted(rng: random.Random, items: list[str], weights: list[float]) -> str:
@@ -555,7 +563,7 @@ def write_snapshot(world: World, directory: str | Path) -> Path:
     """Write the four JSONL files of the SOT contract."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for name in ("accounts", "seats", "projects", "documents"):
+    for name in SNAPSHOT_FILES:
         rows = getattr(world, name)
         with (directory / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
             for row in rows:
@@ -696,102 +704,160 @@ def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
     scopes += [f"account:{a['account_id']}" for a in world.accounts]
     all_titles = {t.title for t in world.truth.values()}
     all_skills = {s for t in world.truth.values() for s in t.skills}
-    queries: list[dict] = []
-
-    def add(
-        scope: str,
-        kind: str,
-        question: str,
-        answer: str,
-        refs: list[str],
-        entities: list[str],
-        template: str,
-        probe: bool = False,
-    ) -> None:
-        queries.append(
-            {
-                "query_id": f"q{len(queries) + 1:04d}",
-                "scope": scope,
-                "question": question,
-                "type": kind,
-                "gold_answer": answer,
-                "gold_references": refs,
-                "gold_entities": entities,
-                "template": template,
-                "probe": probe,
-            }
-        )
-
+    rows: list[dict] = []
     for scope in scopes:
         projects = sorted(scope_projects(world, scope), key=lambda t: t.project_id)
         if not projects:
             continue
-        who = "recruiter" if scope.startswith("seat:") else "organization"
-        for attribute, template in _SUMMARY_QUESTIONS.items():
-            answer, entities = _gold_distribution(
-                value_counts(world, scope, attribute), len(projects)
-            )
-            add(scope, "summary", template.format(who=who), answer, [scope], entities, template)
-        pairs = sorted({(t.title, t.location) for t in projects})
-        for title, location in rng.sample(pairs, k=min(per_scope, len(pairs))):
-            refs = [
-                f"project:{t.project_id}"
-                for t in projects
-                if t.title == title and t.location == location
-            ]
-            add(
+        # Every family draws from ``rng`` in turn: keep this order, the queries depend on it.
+        rows += _summary_queries(world, scope, projects)
+        rows += _title_location_queries(rng, scope, projects, per_scope)
+        rows += _value_queries(
+            rng,
+            scope,
+            projects,
+            per_scope,
+            "skill",
+            "Which openings required {v}?",
+            "which openings required <skill>",
+        )
+        rows += _value_queries(
+            rng,
+            scope,
+            projects,
+            per_scope,
+            "rejection_reason",
+            "In which searches did we reject someone because of {v}?",
+            "in which searches did we reject someone because of <rejection_reason>",
+        )
+        rows += _title_reason_queries(rng, scope, projects)
+        rows += _leakage_probes(rng, scope, projects, all_titles, all_skills)
+    return [{"query_id": f"q{i:04d}", **row} for i, row in enumerate(rows, start=1)]
+
+
+def _query(
+    scope: str,
+    kind: str,
+    question: str,
+    answer: str,
+    refs: list[str],
+    entities: list[str],
+    template: str,
+    probe: bool = False,
+) -> dict:
+    """One benchmark query row without its ``query_id``."""
+    return {
+        "scope": scope,
+        "question": question,
+        "type": kind,
+        "gold_answer": answer,
+        "gold_references": refs,
+        "gold_entities": entities,
+        "template": template,
+        "probe": probe,
+    }
+
+
+def _retrieval(
+    scope: str, question: str, refs: list[str], entities: list[str], template: str
+) -> dict:
+    """A retrieval query row whose gold is the exact set of matching projects."""
+    return _query(scope, "retrieval", question, f"{len(refs)} projects", refs, entities, template)
+
+
+def _summary_queries(world: World, scope: str, projects: list[ProjectTruth]) -> list[dict]:
+    """One summary query per attribute of ``_SUMMARY_QUESTIONS``: top values with counts."""
+    who = "recruiter" if scope.startswith("seat:") else "organization"
+    rows = []
+    for attribute, template in _SUMMARY_QUESTIONS.items():
+        answer, entities = _gold_distribution(value_counts(world, scope, attribute), len(projects))
+        rows.append(
+            _query(scope, "summary", template.format(who=who), answer, [scope], entities, template)
+        )
+    return rows
+
+
+def _title_location_queries(
+    rng: random.Random, scope: str, projects: list[ProjectTruth], per_scope: int
+) -> list[dict]:
+    """Retrievals of projects with a sampled title in a sampled location of the scope."""
+    pairs = sorted({(t.title, t.location) for t in projects})
+    rows = []
+    for title, location in rng.sample(pairs, k=min(per_scope, len(pairs))):
+        refs = [
+            f"project:{t.project_id}"
+            for t in projects
+            if t.title == title and t.location == location
+        ]
+        rows.append(
+            _retrieval(
                 scope,
-                "retrieval",
                 f"Which of my searches were for {title} roles in {location}?",
-                f"{len(refs)} projects",
                 refs,
                 [title, location],
                 "which of my searches were for <title> roles in <location>",
             )
-        skills = sorted({s for t in projects for s in t.skills})
-        for skill in rng.sample(skills, k=min(per_scope, len(skills))):
-            refs = [f"project:{t.project_id}" for t in projects if skill in t.skills]
-            add(
+        )
+    return rows
+
+
+def _value_queries(
+    rng: random.Random,
+    scope: str,
+    projects: list[ProjectTruth],
+    per_scope: int,
+    attribute: str,
+    question: str,
+    template: str,
+) -> list[dict]:
+    """Retrievals of the projects that have a sampled value of a multi-valued attribute
+    (``question`` and ``template`` name the value ``{v}`` and the slot)."""
+    values = sorted({v for t in projects for v in _values(t, attribute)})
+    rows = []
+    for value in rng.sample(values, k=min(per_scope, len(values))):
+        refs = [f"project:{t.project_id}" for t in projects if value in _values(t, attribute)]
+        rows.append(_retrieval(scope, question.format(v=value), refs, [value], template))
+    return rows
+
+
+def _title_reason_queries(
+    rng: random.Random, scope: str, projects: list[ProjectTruth]
+) -> list[dict]:
+    """At most one retrieval of projects with a sampled title and rejection reason."""
+    combos = sorted({(t.title, r) for t in projects for r in t.rejection_reasons})
+    rows = []
+    for title, reason in rng.sample(combos, k=min(1, len(combos))):
+        refs = [
+            f"project:{t.project_id}"
+            for t in projects
+            if t.title == title and reason in t.rejection_reasons
+        ]
+        rows.append(
+            _retrieval(
                 scope,
-                "retrieval",
-                f"Which openings required {skill}?",
-                f"{len(refs)} projects",
-                refs,
-                [skill],
-                "which openings required <skill>",
-            )
-        reasons = sorted({r for t in projects for r in t.rejection_reasons})
-        for reason in rng.sample(reasons, k=min(per_scope, len(reasons))):
-            refs = [f"project:{t.project_id}" for t in projects if reason in t.rejection_reasons]
-            add(
-                scope,
-                "retrieval",
-                f"In which searches did we reject someone because of {reason}?",
-                f"{len(refs)} projects",
-                refs,
-                [reason],
-                "in which searches did we reject someone because of <rejection_reason>",
-            )
-        combos = sorted({(t.title, r) for t in projects for r in t.rejection_reasons})
-        for title, reason in rng.sample(combos, k=min(1, len(combos))):
-            refs = [
-                f"project:{t.project_id}"
-                for t in projects
-                if t.title == title and reason in t.rejection_reasons
-            ]
-            add(
-                scope,
-                "retrieval",
                 f"Which of my {title} searches rejected someone because of {reason}?",
-                f"{len(refs)} projects",
                 refs,
                 [title, reason],
                 "which of my <title> searches rejected someone because of <rejection_reason>",
             )
-        foreign_titles = sorted(all_titles - {t.title for t in projects})
-        if foreign_titles:
-            title = rng.choice(foreign_titles)
-            add(
+        )
+    return rows
+
+
+def _leakage_probes(
+    rng: random.Random,
+    scope: str,
+    projects: list[ProjectTruth],
+    all_titles: set[str],
+    all_skills: set[str],
+) -> list[dict]:
+    """Probes for a title and a skill found only outside the scope (gold: none in scope)."""
+    rows = []
+    foreign_titles = sorted(all_titles - {t.title for t in projects})
+    if foreign_titles:
+        title = rng.choice(foreign_titles)
+        rows.append(
+            _query(
                 scope,
                 "retrieval",
                 f"Which of my searches were for {title} roles?",
@@ -801,10 +867,12 @@ def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
                 "which of my searches were for <title> roles",
                 probe=True,
             )
-        foreign_skills = sorted(all_skills - set(skills))
-        if foreign_skills:
-            skill = rng.choice(foreign_skills)
-            add(
+        )
+    foreign_skills = sorted(all_skills - {s for t in projects for s in t.skills})
+    if foreign_skills:
+        skill = rng.choice(foreign_skills)
+        rows.append(
+            _query(
                 scope,
                 "retrieval",
                 f"Which openings required {skill}?",
@@ -814,7 +882,8 @@ def make_queries(world: World, seed: int = 0, per_scope: int = 2) -> list[dict]:
                 "which openings required <skill>",
                 probe=True,
             )
-    return queries
+        )
+    return rows
 
 
 def write_queries(queries: list[dict], path: str | Path) -> Path:
