@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from hltm_resources import embedding
-from hltm_resources.embedding import MINILM_DIM, EmbedderError, MiniLMEmbedder
+from hltm_resources.embedding import MINILM_DIM, EmbedderError, MiniLMEmbedder, minilm
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +36,6 @@ def test_duplicates_are_embedded_once(embedder):
 def test_corrupted_tokenizer_is_refused(tmp_path, monkeypatch):
     bad = tmp_path / "tokenizer.json"
     bad.write_text("{}")
-    monkeypatch.setattr(embedding, "TOKENIZER_PATH", bad)
+    monkeypatch.setattr(minilm, "TOKENIZER_PATH", bad)
     with pytest.raises(EmbedderError, match="sha256"):
         MiniLMEmbedder().embed(["x"])

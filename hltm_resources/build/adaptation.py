@@ -26,11 +26,11 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from hltm_resources.stores import database
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines.base import ScopeVocabulary
 from hltm_resources.engines.extractive.questions import parse_question
+from hltm_resources.stores import database
 from hltm_resources.text import collapse_ws, fold
 
 SCHEMA = """

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources.stores import database
+from hltm_resources.build.erasure import erase_everywhere, scrub_database
 from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
 from hltm_resources.ids import parse_node_id
+from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import read_states
-from hltm_resources.build.erasure import erase_everywhere, scrub_database
 from hltm_resources.stores.sot import read_topology
 
 
@@ -56,9 +56,7 @@ def delete_node(settings: Settings, node: str) -> DeleteReport:
             f"SELECT count(*) FROM sot_documents WHERE {leaf_field} IN (SELECT unnest(?))",
             [leaves],
         ).fetchone()[0]
-        con.execute(
-            f"DELETE FROM sot_documents WHERE {leaf_field} IN (SELECT unnest(?))", [leaves]
-        )
+        con.execute(f"DELETE FROM sot_documents WHERE {leaf_field} IN (SELECT unnest(?))", [leaves])
         for level in schema.levels:
             ids = [n.raw_id for n in subtree if n.level == level.name]
             con.execute(

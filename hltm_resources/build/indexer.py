@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources.stores import database
+from hltm_resources.build.hints import load_active_hints
+from hltm_resources.build.plan import Plan, make_plan
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, make_agents
-from hltm_resources.build.hints import load_active_hints
-from hltm_resources.build.plan import Plan, make_plan
 from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
+from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import (
     BuildMeta,
     NodeState,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hltm_resources.stores import database
-from hltm_resources.config import Settings
-from hltm_resources.stores.memory_rows import read_states
 from hltm_resources.build.erasure import erase_everywhere, scrub_database
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
+from hltm_resources.config import Settings
+from hltm_resources.stores import database
+from hltm_resources.stores.memory_rows import read_states
 from hltm_resources.stores.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
 
 

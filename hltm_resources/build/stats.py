@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hltm_resources.stores import database
 from hltm_resources.config import Settings
+from hltm_resources.stores import database
 from hltm_resources.stores.vectors import TABLES, VectorStore
 
 

@@ -15,14 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hltm_resources.stores import database
+from hltm_resources.build.hints import load_active_hints
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
-from hltm_resources.build.hints import load_active_hints
+from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore
-
 
 
 @dataclass
