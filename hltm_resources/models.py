@@ -55,6 +55,21 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A span of one document kept verbatim as leaf evidence: a turn, a sentence or a few.
+
+    ``context`` is the passage with its neighbours in the leaf (what it says in context);
+    both are embedded, and both are searchable by words."""
+
+    passage_id: str
+    doc_id: str
+    text: str
+    context: str
+    updated_at: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     """A node of the tree as the source of truth describes it."""
 
@@ -68,7 +83,8 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class Memory:
-    """``M_v = (F_v, Q_v, S_v)`` of one node, plus how many leaves it covers."""
+    """``M_v = (F_v, Q_v, S_v)`` of one node, plus how many leaves it covers, plus (at leaves)
+    the evidence ``E_v``: every document's text as passages."""
 
     node_id: str
     level: str
@@ -76,6 +92,7 @@ class Memory:
     qa: tuple[QAPair, ...]
     summary: Summary
     leaf_count: int = 1
+    evidence: tuple[Passage, ...] = ()
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
     def canonical(self) -> dict:
@@ -87,6 +104,7 @@ class Memory:
             "facets": [asdict(f) | {"source_ids": list(f.source_ids)} for f in self.facets],
             "qa": [asdict(q) | {"source_ids": list(q.source_ids)} for q in self.qa],
             "summary": asdict(self.summary) | {"source_ids": list(self.summary.source_ids)},
+            "evidence": [asdict(p) for p in self.evidence],
         }
 
     def content_hash(self) -> str:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import (
@@ -18,17 +20,19 @@ from hltm_resources.engines import (
     ScopeVocabulary,
     make_agents,
 )
-from hltm_resources.engines.base import ContextItem
+from hltm_resources.engines.base import ContextItem, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE
 from hltm_resources.errors import ScopeError
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
 from query.retrieval import Retriever
 from query.scope import Scope, check_open, resolve_scope, validate_scope
+from query.verification import constraints, group_passages, verify
 
 DEFAULT_K_FACET = 25
 DEFAULT_K_QA = 8
 DEFAULT_K_SUMMARY = 5
+DEFAULT_K_EVIDENCE = 10
 #: The paper's TopK of the facet score. Without the exact-match expansion of the facet view,
 #: k=2 let unrelated facets dilute leaves with one exact match and lost recall; with it, k=1 and
 #: k=2 score the same on the hiring benchmark (BENCHMARKS.md), and 1 is the simpler default.
@@ -95,7 +99,7 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
             "text": i.text,
             "source_ids": list(i.source_ids),
         }
-        for extra in ("answer", "detailed", "key", "value", "support"):
+        for extra in ("answer", "detailed", "key", "value", "support", "date"):
             if getattr(i, extra) is not None:
                 d[extra] = getattr(i, extra)
         return d
@@ -114,6 +118,7 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
         ],
         "qa": [item(i) for i in ctx.qa],
         "summaries": [item(i) for i in ctx.summaries],
+        "evidence": [item(i) for i in ctx.evidence],
     }
 
 
@@ -249,8 +254,9 @@ class Memory:
         k_facet: int = DEFAULT_K_FACET,
         k_qa: int = DEFAULT_K_QA,
         k_summary: int = DEFAULT_K_SUMMARY,
+        k_evidence: int = DEFAULT_K_EVIDENCE,
         facet_top_k: int = DEFAULT_FACET_TOP_K,
-        views: tuple[str, ...] = ("facets", "qa", "summaries"),
+        views: tuple[str, ...] = ("facets", "qa", "summaries", "evidence"),
         levels: tuple[str, ...] | None = None,
     ) -> Retrieval:
         """Top nodes per view for ``question`` inside ``scope`` (no answer, no log).
@@ -294,6 +300,11 @@ class Memory:
             if "summaries" in views and k_summary > 0
             else []
         )
+        evidence = (
+            retriever.evidence(qvec, question, where, resolved.node_id, k_evidence)
+            if "evidence" in views and k_evidence > 0
+            else []
+        )
         catalog = self.catalog()
         facets = [
             NodeContext(
@@ -307,8 +318,11 @@ class Memory:
             )
             for n in facets
         ]
+        matches = self._verified_leaves(parsed, micro_vecs, where, resolved, vocab)
         t_end = time.perf_counter()
-        context = RetrievedContext(resolved.node_id, question, parsed, facets, qa, summaries)
+        context = RetrievedContext(
+            resolved.node_id, question, parsed, facets, qa, summaries, evidence, matches
+        )
         self._assert_in_scope(context, resolved, catalog)
         usage1 = self.agents.usage.snapshot()
         timings = {
@@ -319,6 +333,26 @@ class Memory:
             "parse_llm_calls": usage1["llm_calls"] - usage0["llm_calls"],
         }
         return Retrieval(context, resolved, timings)
+
+    def _verified_leaves(
+        self,
+        parsed: ParsedQuery,
+        micro_vecs: np.ndarray,
+        where: str,
+        scope: Scope,
+        vocab: ScopeVocabulary,
+    ) -> list[LeafMatch] | None:
+        """Leaves satisfying every constraint of the question, by facets or by evidence."""
+        if not constraints(parsed):
+            return []
+        matching = self.retriever.facet_matching(micro_vecs, where, scope.node_id)
+        rows = self.retriever.rows("evidence", where, scope.node_id)
+        if matching is None or rows is None:
+            return None
+        best, keys = matching
+        passages = group_passages(rows.cols)
+        names = {node: entry[2] for node, entry in self.catalog().items()}
+        return verify(parsed, self.settings.schema, best, keys, passages, vocab.values, names)
 
     @staticmethod
     def _assert_in_scope(

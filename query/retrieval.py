@@ -22,9 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources.engines.base import ContextItem, NodeContext
+from hltm_resources.engines.base import ContextItem, NodeContext, RetrievedContext
 from hltm_resources.schema import TreeSchema
-from hltm_resources.stores.vectors import VectorStore, node_filter
+from hltm_resources.stores.vectors import (
+    CONTEXT_BOOST,
+    CONTEXT_VECTOR,
+    VectorStore,
+    node_filter,
+    passage_filter,
+)
 
 MAX_CACHED_ROWS = 20_000
 MAX_MATCHED_NODES = 500
@@ -36,7 +42,22 @@ COLUMNS = {
     "facets": ["node_id", "level", "key", "value", "support", "source_ids", "vector"],
     "qa": ["node_id", "level", "text", "answer", "source_ids", "vector"],
     "summaries": ["node_id", "level", "text", "detailed", "source_ids", "leaf_count", "vector"],
+    "evidence": [
+        "node_id",
+        "level",
+        "text",
+        "passage_id",
+        "source_ids",
+        "updated_at",
+        "kind",
+        "vector",
+        "context_vector",
+    ],
 }
+#: Reciprocal rank fusion constant: a small k lets the first ranks of each list dominate.
+RRF_K = 20
+#: Candidates each evidence search contributes to the fusion.
+EVIDENCE_CANDIDATES = 100
 
 
 def facet_scores(
@@ -73,28 +94,72 @@ def qa_scores(cosines: Sequence[float], nodes: Sequence[str]) -> dict[str, float
 
 @dataclass
 class ViewRows:
-    """The rows of one view inside one scope, columns as lists plus a vector matrix."""
+    """The rows of one view inside one scope, columns as lists plus a vector matrix (and, for
+    evidence, the matrix of context vectors)."""
 
     cols: dict[str, list]
     vectors: np.ndarray
+    context: np.ndarray | None = None
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> ViewRows:
-        cols = {c: table.column(c).to_pylist() for c in table.column_names if c != "vector"}
-        if table.num_rows:
-            flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-            vecs = np.asarray(flat, dtype=np.float32).reshape(table.num_rows, -1)
-        else:
-            vecs = np.zeros((0, 1), dtype=np.float32)
-        return cls(cols, vecs)
+        vector_columns = ("vector", CONTEXT_VECTOR["evidence"])
+        cols = {
+            c: table.column(c).to_pylist() for c in table.column_names if c not in vector_columns
+        }
+        context = None
+        if CONTEXT_VECTOR["evidence"] in table.column_names:
+            context = _matrix(table, CONTEXT_VECTOR["evidence"])
+        return cls(cols, _matrix(table, "vector"), context)
 
     def __len__(self) -> int:
         return len(self.vectors)
 
     def take(self, idx: Sequence[int]) -> ViewRows:
+        idx = list(idx)
+        context = self.context[idx] if self.context is not None else None
         return ViewRows(
-            {c: [v[i] for i in idx] for c, v in self.cols.items()}, self.vectors[list(idx)]
+            {c: [v[i] for i in idx] for c, v in self.cols.items()}, self.vectors[idx], context
         )
+
+
+def _matrix(table: pa.Table, column: str) -> np.ndarray:
+    if not table.num_rows:
+        return np.zeros((0, 1), dtype=np.float32)
+    flat = table.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(table.num_rows, -1)
+
+
+def rrf(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float] = (), k: int = RRF_K
+) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: ``sum w / (k + rank)`` over the rankings an id is in."""
+    scores: dict[str, float] = defaultdict(float)
+    for n, ranking in enumerate(rankings):
+        weight = weights[n] if n < len(weights) else 1.0
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] += weight / (k + rank)
+    return scores
+
+
+#: Weight of each view in the fused ranking of sources. Evidence leads: on LoCoMo dev, equal
+#: weights put QA pairs (the same turns, by question cosine alone) and facets into top slots
+#: and cost 0.10 of evidence recall@10; these weights cost 0.01 (BENCHMARKS.md).
+VIEW_WEIGHTS = {"evidence": 1.0, "qa": 0.15, "facets": 0.15}
+
+
+def ranked_sources(context: RetrievedContext, schema: TreeSchema) -> list[str]:
+    """The leaf documents behind a retrieval, in one ranking fused across views: each view
+    ranks the documents its leaf items cite (a parent's items cite children, not documents)."""
+
+    def docs(items: Sequence[ContextItem]) -> list[str]:
+        out = [d for i in items if schema.is_leaf(i.level) for d in i.source_ids]
+        return list(dict.fromkeys(out))
+
+    facets = sorted((f for n in context.facets for f in n.facets), key=lambda f: -f.score)
+    views = {"evidence": context.evidence, "qa": context.qa, "facets": facets}
+    fused = rrf([docs(v) for v in views.values()], [VIEW_WEIGHTS[n] for n in views])
+    return sorted(fused, key=lambda d: -fused[d])
 
 
 class Retriever:
@@ -198,6 +263,20 @@ class Retriever:
             out.append(NodeContext(n, level_of[n], n, scores[n], 1, tuple(items), tuple(best[n])))
         return out
 
+    def facet_matching(
+        self, micro_vecs: np.ndarray, where: str, scope_key: str
+    ) -> tuple[dict[str, list[float]], dict[str, set[str]]] | None:
+        """For every node in scope: its best facet cosine per micro-query, and its facet keys
+        (None for a scope too large to hold in memory)."""
+        rows = self.rows("facets", where, scope_key)
+        if rows is None:
+            return None
+        _, best = facet_scores(micro_vecs, rows.vectors, rows.cols["node_id"], 1)
+        keys: dict[str, set[str]] = defaultdict(set)
+        for node, key in zip(rows.cols["node_id"], rows.cols["key"], strict=True):
+            keys[node].add(key)
+        return best, dict(keys)
+
     # -- QA and summaries ----------------------------------------------------------------
     def _top(
         self, view: str, qvec: np.ndarray, where: str, scope_key: str, k: int
@@ -235,3 +314,59 @@ class Retriever:
 
     def summaries(self, qvec: np.ndarray, where: str, scope_key: str, k: int) -> list[ContextItem]:
         return self._items("summaries", "summary", "detailed", qvec, where, scope_key, k)
+
+    # -- evidence ------------------------------------------------------------------------
+    def evidence(
+        self, qvec: np.ndarray, question: str, where: str, scope_key: str, k: int
+    ) -> list[ContextItem]:
+        """Passages by hybrid search: dense (a passage's cosine plus half its context's) and
+        BM25 (LanceDB's full-text index over passage and context), fused by rank; both inside
+        the scope's subtree."""
+        rows = self.rows("evidence", where, scope_key)
+        if rows is None:
+            rows = self._search_rows("evidence", qvec, where, EVIDENCE_CANDIDATES)
+        if not len(rows):
+            return []
+        dense = rows.vectors @ qvec
+        if rows.context is not None:
+            dense = dense + CONTEXT_BOOST * (rows.context @ qvec)
+        ids = rows.cols["passage_id"]
+        by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
+        hits = self.vectors.text_search(
+            "evidence", question, where, EVIDENCE_CANDIDATES, ["passage_id"]
+        )
+        by_words = hits.column("passage_id").to_pylist()
+        row_of = {p: i for i, p in enumerate(ids)}
+        unseen = [p for p in by_words if p not in row_of]  # a scope too large to cache
+        if unseen:
+            more = ViewRows.from_arrow(
+                self.vectors.scan(
+                    "evidence", COLUMNS["evidence"], f"{where} AND {passage_filter(unseen)}"
+                )
+            )
+            rows = ViewRows(
+                {c: rows.cols[c] + more.cols[c] for c in rows.cols},
+                np.vstack([rows.vectors, more.vectors]),
+                np.vstack([rows.context, more.context]),
+            )
+            extra = more.vectors @ qvec + CONTEXT_BOOST * (more.context @ qvec)
+            dense = np.concatenate([dense, extra])
+            ids = rows.cols["passage_id"]
+            row_of = {p: i for i, p in enumerate(ids)}
+        fused = rrf([by_dense, by_words])
+        ranked = sorted((p for p in fused if p in row_of), key=lambda p: (-fused[p], p))[:k]
+        c = rows.cols
+        return [
+            ContextItem(
+                "evidence",
+                c["node_id"][i],
+                c["level"][i],
+                fused[p],
+                c["text"][i],
+                source_ids=tuple(c["source_ids"][i]),
+                date=c["updated_at"][i],
+                cosine=float(dense[i]),
+            )
+            for p in ranked
+            for i in (row_of[p],)
+        ]

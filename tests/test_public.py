@@ -226,17 +226,13 @@ def _item(view: str, node: str, level: str, score: float, sources: tuple[str, ..
     return ContextItem(view, node, level, score, "text", source_ids=sources)
 
 
-def test_hltm_ranking_orders_provenance_by_item_score(tmp_path):
+def test_hltm_ranking_fuses_views_with_evidence_leading(tmp_path):
     data = public.load_locomo(_write(tmp_path, "locomo.json", locomo_fixture()))
+    ev1 = _item("evidence", "project:conv-1-s1", "project", 0.05, ("conv-1:D1:2",))
+    ev2 = _item("evidence", "project:conv-1-s2", "project", 0.04, ("conv-1:D2:1",))
     facet = _item("facet", "project:conv-1-s2", "project", 0.9, ("conv-1:D2:2",))
     seat = _item("facet", "seat:conv-1", "seat", 0.95, ("project:conv-1-s1",))
-    summary = _item(
-        "summary",
-        "project:conv-1-s1",
-        "project",
-        0.5,
-        ("conv-1:D1:3", "conv-1:D1:1", "conv-1:D1:2"),
-    )
+    summary = _item("summary", "project:conv-1-s1", "project", 0.99, ("conv-1:D1:3", "conv-1:D1:1"))
     qa = _item("qa", "project:conv-1-s2", "project", 0.7, ("conv-1:D2:1", "conv-1:D2:2"))
     ctx = RetrievedContext(
         "seat:conv-1",
@@ -248,16 +244,11 @@ def test_hltm_ranking_orders_provenance_by_item_score(tmp_path):
         ],
         [qa],
         [summary],
+        [ev1, ev2],
     )
-    assert public_runs.hltm_ranked_docs(ctx, data) == [
-        "conv-1:D2:2",
-        "conv-1:D2:1",
-        "conv-1:D1:1",
-        "conv-1:D1:2",
-        "conv-1:D1:3",
-    ]
-    expanded = public_runs.hltm_ranked_docs(ctx, data, parents="expand")
-    assert expanded[:3] == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D1:3"]
+    # Evidence leads; a turn that QA agrees on moves up; facets and QA follow at lower
+    # weight; a summary's whole session and a parent's children are not turns it found.
+    assert public_runs.hltm_ranked_docs(ctx, data) == ["conv-1:D2:1", "conv-1:D1:2", "conv-1:D2:2"]
 
 
 # -- end to end -------------------------------------------------------------------------------

@@ -26,10 +26,13 @@ def cmd_sample(args: argparse.Namespace) -> int:
         accounts=args.accounts,
         seats_per_account=args.seats,
         projects_per_seat=(args.min_projects, args.max_projects),
+        split=args.split,
+        variety="plain" if args.plain else "adversarial",
     )
     out = write_snapshot(world, args.directory)
     counts = ", ".join(f"{n} {name}" for name, n in world.counts().items())
-    print(f"wrote {counts} to {out}")
+    phrasing = "plain" if args.plain else f"adversarial, {args.split} split"
+    print(f"wrote {counts} ({phrasing}) to {out}")
     if args.queries:
         from query.evaluation.data.sample_world import make_queries, write_queries
 
@@ -47,9 +50,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = settings_of(args)
     t0 = time.perf_counter()
-    world = generate_world(seed=args.seed)
+    world = generate_world(seed=args.seed, split=args.split, variety="adversarial")
     print(
-        f"1. generated a recruiting world (seed {args.seed}): {len(world.accounts)} accounts, "
+        f"1. generated a recruiting world (seed {args.seed}, {args.split} split): "
+        f"{len(world.accounts)} accounts, "
         f"{len(world.seats)} recruiters, {len(world.projects)} projects, "
         f"{len(world.documents)} documents (hltm sample DIR writes it as a snapshot)"
     )
@@ -100,9 +104,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-projects", type=int, default=8)
     p.add_argument("--max-projects", type=int, default=14)
     p.add_argument("--queries", help="also write benchmark queries with gold answers (JSONL)")
+    _split_flag(p)
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="one plain phrasing (the library default) instead of the adversarial banks",
+    )
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("demo", help="generate, load, index and query a sample world (offline)")
     p.add_argument("--seed", type=int, default=7)
+    _split_flag(p)
     add_progress_flags(p, forced=False)
     p.set_defaults(func=cmd_demo)
+
+
+def _split_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--split",
+        choices=["dev", "heldout"],
+        default="dev",
+        help="which half of the adversarial phrasing banks words the world (default dev)",
+    )

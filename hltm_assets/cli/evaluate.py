@@ -39,24 +39,30 @@ def _hiring(args: argparse.Namespace, settings, show: bool) -> int:
     from query.evaluation.runners.hiring import DEFAULT_SYSTEMS, eval_hiring
 
     systems = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS
-    eval_settings = settings.with_home(settings.home / "eval" / f"hiring-{args.seed}")
+    eval_settings = settings.with_home(settings.home / "eval" / f"hiring-{args.seed}-{args.split}")
     if args.adaptation:
         from query.evaluation.reports.adaptation import markdown
         from query.evaluation.runners.adaptation import eval_adaptation
 
-        eval_hiring(eval_settings, seed=args.seed, systems=(), limit=1)  # builds the world
+        # Builds the world (and answers one query) for eval_adaptation to read.
+        eval_hiring(eval_settings, seed=args.seed, systems=(), limit=1, split=args.split)
         result = eval_adaptation(eval_settings, seed=args.seed)
         print_json(result) if args.json else print(markdown(result))
         return 0
     scores, info = eval_hiring(
-        eval_settings, seed=args.seed, systems=systems, limit=args.limit, show_progress=show
+        eval_settings,
+        seed=args.seed,
+        systems=systems,
+        limit=args.limit,
+        show_progress=show,
+        split=args.split,
     )
     if args.json:
         print_json(scores)
     else:
         print(
-            f"hiring benchmark: seed {info['seed']}, {info['queries']} queries, "
-            f"home {eval_settings.home}\n"
+            f"hiring benchmark: seed {info['seed']}, split {info['split']} "
+            f"({info['variety']}), {info['queries']} queries, home {eval_settings.home}\n"
         )
         print(markdown_table(scores, judged=info["judged"]))
     return 0
@@ -67,6 +73,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", choices=["hiring", "locomo", "longmemeval"], default="hiring")
     p.add_argument("--data", help="dataset file (locomo / longmemeval)")
     p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
+    p.add_argument(
+        "--split",
+        choices=["dev", "heldout"],
+        default="heldout",
+        help="hiring: which half of the phrasing banks words the world and its questions "
+        "(tune on dev, report on heldout; default heldout)",
+    )
     p.add_argument("--systems", help="comma-separated systems (default: all)")
     p.add_argument(
         "--limit",

@@ -9,7 +9,12 @@ from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
 from hltm_resources.stores.vectors import TABLES, VectorStore
 
-_VIEW_OF = {"facets": "mem_facets", "qa": "mem_qa", "summaries": "mem_summaries"}
+_VIEW_OF = {
+    "facets": "mem_facets",
+    "qa": "mem_qa",
+    "summaries": "mem_summaries",
+    "evidence": "mem_evidence",
+}
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,8 @@ class CheckResult:
 
 
 def check_level(settings: Settings, level: str) -> CheckResult:
-    """Every node of ``level`` has facets, QA pairs and a summary, and as many vectors."""
+    """Every node of ``level`` has facets, QA pairs and a summary (a leaf with documents also
+    evidence passages), and as many vectors as rows in each view."""
     with database.connect(settings.duckdb_path, read_only=True) as con:
         nodes = [n.node_id for n in read_topology(con, settings.schema).level(level).values()]
         built = {
@@ -34,6 +40,11 @@ def check_level(settings: Settings, level: str) -> CheckResult:
                 [level],
             ).fetchall()
         }
+        documents = dict(
+            con.execute(
+                f"SELECT {settings.schema.leaf.id_field}, count(*) FROM sot_documents GROUP BY 1"
+            ).fetchall()
+        )
         rows = {
             view: dict(
                 con.execute(f"SELECT node_id, count(*) FROM {table} GROUP BY node_id").fetchall()
@@ -50,7 +61,8 @@ def check_level(settings: Settings, level: str) -> CheckResult:
         for view in TABLES:
             n_rows = rows[view].get(node, 0)
             n_vec = vectors[view].get(node, 0)
-            if n_rows == 0:
+            needed = view != "evidence" or documents.get(node.split(":", 1)[1], 0) > 0
+            if n_rows == 0 and needed and (view != "evidence" or settings.schema.is_leaf(level)):
                 issues.append(f"no {view}")
             if n_rows != n_vec:
                 issues.append(f"{view}: {n_rows} rows but {n_vec} vectors")

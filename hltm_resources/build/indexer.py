@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
 
+from hltm_resources.build.evidence import EVIDENCE_VERSION, leaf_passages
 from hltm_resources.build.hints import load_active_hints
 from hltm_resources.build.plan import Plan, make_plan
 from hltm_resources.config import Settings
@@ -31,7 +32,13 @@ from hltm_resources.stores.memory_rows import (
     write_memories,
 )
 from hltm_resources.stores.sot import read_documents, read_topology
-from hltm_resources.stores.vectors import TABLES, VectorStore, table_schema
+from hltm_resources.stores.vectors import (
+    CONTEXT_VECTOR,
+    TABLES,
+    VectorStore,
+    table_schema,
+    vector_items,
+)
 
 INPUT_HASH_VERSION = 1
 CHUNK = 48
@@ -68,6 +75,7 @@ class BuildReport:
     facets: int = 0
     qa: int = 0
     summaries: int = 0
+    passages: int = 0
     documents: int = 0
     engine_s: float = 0.0
     embed_s: float = 0.0
@@ -82,6 +90,7 @@ class BuildReport:
             "facets": self.facets,
             "qa_pairs": self.qa,
             "summaries": self.summaries,
+            "evidence_passages": self.passages,
             "source_documents": self.documents,
             "engine": engine_id,
             "embed_model": embed_model,
@@ -130,6 +139,7 @@ class Indexer:
             "engine": self.agents.engine_id,
             "embed": self.embedder.model_id,
             "hints": self.hints.version,
+            "evidence": EVIDENCE_VERSION,
         }
 
     def leaf_hash(self, node: NodeInfo, docs: Sequence[Document]) -> str:
@@ -224,6 +234,7 @@ class Indexer:
         if self.schema.is_leaf(level):
             node_docs = docs[node.raw_id]
             memory = self.agents.build_leaf(node, node_docs, self.hints)
+            memory = replace(memory, evidence=leaf_passages(node_docs))
             return node, memory, self.leaf_hash(node, node_docs), len(node_docs)
         children = [(c, memories[c.node_id]) for c in kids[node.node_id] if c.node_id in memories]
         memory = self.agents.aggregate(node, children, self.hints)
@@ -292,6 +303,7 @@ class Indexer:
             report.facets += len(memory.facets)
             report.qa += len(memory.qa)
             report.summaries += 1
+            report.passages += len(memory.evidence)
             report.documents += n_docs
             report.per_node.append(
                 {
@@ -304,86 +316,51 @@ class Indexer:
         return failures
 
     def _vector_rows(self, items: list[tuple[NodeInfo, Memory, str, int]]) -> dict[str, pa.Table]:
-        texts: dict[str, list[str]] = {t: [] for t in TABLES}
-        cols: dict[str, dict[str, list]] = {
-            "facets": {
-                "node_id": [],
-                "level": [],
-                "path": [],
-                "key": [],
-                "value": [],
-                "support": [],
-                "source_ids": [],
-            },
-            "qa": {"node_id": [], "level": [], "path": [], "answer": [], "source_ids": []},
-            "summaries": {
-                "node_id": [],
-                "level": [],
-                "path": [],
-                "detailed": [],
-                "source_ids": [],
-                "name": [],
-                "leaf_count": [],
-            },
-        }
-
-        def base(table: str, node: NodeInfo) -> None:
-            cols[table]["node_id"].append(node.node_id)
-            cols[table]["level"].append(node.level)
-            cols[table]["path"].append(node.path)
-
+        """Per table, the rows of ``items`` with their vectors (one embedding call)."""
+        rows: dict[str, list[dict]] = {name: [] for name in TABLES}
         for node, memory, _, _ in items:
-            for f in memory.facets:
-                base("facets", node)
-                texts["facets"].append(f.text)
-                for c, v in (
-                    ("key", f.key),
-                    ("value", f.value),
-                    ("support", f.support),
-                    ("source_ids", list(f.source_ids)),
-                ):
-                    cols["facets"][c].append(v)
-            for q in memory.qa:
-                base("qa", node)
-                texts["qa"].append(q.question)
-                cols["qa"]["answer"].append(q.answer)
-                cols["qa"]["source_ids"].append(list(q.source_ids))
-            base("summaries", node)
-            texts["summaries"].append(memory.summary.concise)
-            cols["summaries"]["detailed"].append(memory.summary.detailed)
-            cols["summaries"]["source_ids"].append(list(memory.summary.source_ids))
-            cols["summaries"]["name"].append(node.name)
-            cols["summaries"]["leaf_count"].append(memory.leaf_count)
-        all_texts = [t for name in TABLES for t in texts[name]]
-        vectors = self._embed_cached(all_texts)
+            for name, items_of_view in vector_items(node, memory).items():
+                rows[name] += items_of_view
+        texts = [r["text"] for name in TABLES for r in rows[name]]
+        contexts = [r["context"] for name in CONTEXT_VECTOR for r in rows[name]]
+        vectors = self._embed_cached(texts + contexts)
         out: dict[str, pa.Table] = {}
-        offset = 0
+        offset, ctx_offset = 0, len(texts)
         for name in TABLES:
-            n = len(texts[name])
-            data = dict(cols[name])
-            data["text"] = texts[name]
-            vecs = np.ascontiguousarray(vectors[offset : offset + n], dtype=np.float32)
+            n = len(rows[name])
+            data = {c: [r[c] for r in rows[name]] for c in rows[name][0]} if n else {}
+            data["vector"] = self._vector_array(vectors[offset : offset + n])
             offset += n
-            data["vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim
-            )
+            if name in CONTEXT_VECTOR:
+                data[CONTEXT_VECTOR[name]] = self._vector_array(
+                    vectors[ctx_offset : ctx_offset + n]
+                )
+                ctx_offset += n
             schema = self.vectors_schema(name)
+            if not n:
+                out[name] = schema.empty_table()
+                continue
             out[name] = pa.table({f.name: data[f.name] for f in schema}, schema=schema)
         return out
+
+    def _vector_array(self, vecs: np.ndarray) -> pa.FixedSizeListArray:
+        flat = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1)
+        return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), self.embedder.dim)
 
     def _embed_cached(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``, reusing vectors of texts this process embedded before (facets like
         ``workplace_type: remote`` recur in thousands of nodes). A text's vector does not
-        depend on its batch, so this changes nothing but time. In memory only."""
-        missing = sorted({t for t in texts if t not in self._vec_cache})
-        if missing:
-            fresh = self.embedder.embed(missing)
-            if len(self._vec_cache) + len(missing) > EMBED_CACHE_SIZE:
-                self._vec_cache.clear()
-            self._vec_cache.update(zip(missing, fresh, strict=True))
+        depend on its batch, so this changes nothing but time. In memory only, bounded."""
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._vec_cache[t] for t in texts])
+        known = {t: self._vec_cache[t] for t in set(texts) if t in self._vec_cache}
+        missing = sorted(set(texts) - set(known))
+        if missing:
+            known.update(zip(missing, self.embedder.embed(missing), strict=True))
+            if len(self._vec_cache) + len(missing) > EMBED_CACHE_SIZE:
+                self._vec_cache.clear()
+            self._vec_cache.update((t, known[t]) for t in missing[:EMBED_CACHE_SIZE])
+        return np.stack([known[t] for t in texts])
 
     def vectors_schema(self, name: str) -> pa.Schema:
         return table_schema(name, self.embedder.model_id, self.embedder.dim)

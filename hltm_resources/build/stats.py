@@ -6,6 +6,9 @@ from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import TABLES, VectorStore
 
+#: The public views of memory items, one per memory view.
+VIEWS = ("facets", "qa", "summaries", "evidence")
+
 
 def tree_stats(settings: Settings) -> dict:
     """Nodes, facets, QA pairs, summaries and vectors per level; where the stores are."""
@@ -16,18 +19,18 @@ def tree_stats(settings: Settings) -> dict:
         }
         levels: dict[str, dict[str, int]] = {}
         for level in settings.schema.names:
-            row = con.execute(
-                """SELECT count(*),
-                   (SELECT count(*) FROM memory_facets f JOIN memory_nodes n USING (node_id)
-                    WHERE n.level = ?),
-                   (SELECT count(*) FROM memory_qa q JOIN memory_nodes n USING (node_id)
-                    WHERE n.level = ?),
-                   (SELECT count(*) FROM memory_summaries s JOIN memory_nodes n USING (node_id)
-                    WHERE n.level = ?)
-                   FROM memory_nodes WHERE level = ?""",
-                [level, level, level, level],
-            ).fetchone()
-            levels[level] = {"nodes": row[0], "facets": row[1], "qa": row[2], "summaries": row[3]}
+            counts = {
+                "nodes": con.execute(
+                    "SELECT count(*) FROM memory_nodes WHERE level = ?", [level]
+                ).fetchone()[0]
+            }
+            for view in VIEWS:
+                counts[view] = con.execute(
+                    f"SELECT count(*) FROM memory_{view} v JOIN memory_nodes n USING (node_id) "
+                    "WHERE n.level = ?",
+                    [level],
+                ).fetchone()[0]
+            levels[level] = counts
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
     vectors = {}
     for name in TABLES:
@@ -46,17 +49,13 @@ def tree_stats(settings: Settings) -> dict:
 
 def format_stats(stats: dict) -> str:
     """A small table of the tree for terminals."""
-    lines = [f"{'level':<9}{'nodes':>7}{'facets':>9}{'qa':>7}{'summaries':>11}"]
+    lines = [f"{'level':<9}{'nodes':>7}" + "".join(f"{v:>11}" for v in VIEWS)]
     for level, c in stats["levels"].items():
-        lines.append(f"{level:<9}{c['nodes']:>7}{c['facets']:>9}{c['qa']:>7}{c['summaries']:>11}")
+        lines.append(f"{level:<9}{c['nodes']:>7}" + "".join(f"{c[v]:>11}" for v in VIEWS))
     v = stats["vectors"]
-    lines.append(
-        f"vectors: facets {v['facets']}, qa {v['qa']}, summaries {v['summaries']} "
-        f"({', '.join(sorted(set(stats['embed_models'].values())))})"
-    )
-    lines.append(
-        f"DuckDB:  {stats['duckdb']}  (views memory_nodes, memory_facets, memory_qa, "
-        "memory_summaries)"
-    )
-    lines.append(f"LanceDB: {stats['lancedb']}  (tables facets, qa, summaries)")
+    models = ", ".join(sorted(set(stats["embed_models"].values())))
+    lines.append("vectors: " + ", ".join(f"{name} {v[name]}" for name in TABLES) + f" ({models})")
+    views = ", ".join(f"memory_{view}" for view in ("nodes", *VIEWS))
+    lines.append(f"DuckDB:  {stats['duckdb']}  (views {views})")
+    lines.append(f"LanceDB: {stats['lancedb']}  (tables {', '.join(TABLES)})")
     return "\n".join(lines)

@@ -19,9 +19,10 @@ from hltm_resources.build.hints import load_active_hints
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
+from hltm_resources.models import NodeInfo
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
-from hltm_resources.stores.vectors import TABLES, VectorStore
+from hltm_resources.stores.vectors import TABLES, VectorStore, vector_items
 
 
 @dataclass
@@ -119,7 +120,7 @@ def verify(settings: Settings) -> VerifyReport:
             a, b = live[node].canonical(), full[node].canonical()
             differ = [
                 part
-                for part in ("facets", "qa", "summary", "leaf_count")
+                for part in ("facets", "qa", "summary", "evidence", "leaf_count")
                 if json.dumps(a[part], sort_keys=True) != json.dumps(b[part], sort_keys=True)
             ]
             if live_hashes[node] != full_hashes[node]:
@@ -131,9 +132,8 @@ def verify(settings: Settings) -> VerifyReport:
     texts = _vector_texts(settings)
     for node, memory in live.items():
         expected = {
-            "facets": Counter(f.text for f in memory.facets),
-            "qa": Counter(q.question for q in memory.qa),
-            "summaries": Counter([memory.summary.concise]),
+            name: Counter(row["text"] for row in rows)
+            for name, rows in vector_items(NodeInfo(node, "", "", "", None, ""), memory).items()
         }
         bad = [t for t in TABLES if texts[t].get(node, Counter()) != expected[t]]
         if bad:

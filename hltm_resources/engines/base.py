@@ -105,6 +105,10 @@ class ContextItem:
     value: str | None = None
     support: int | None = None
     source_ids: tuple[str, ...] = ()
+    #: Evidence: the date of the passage's document and its dense score (``score`` is the
+    #: fused rank score).
+    date: str | None = None
+    cosine: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,20 @@ class NodeContext:
     best: tuple[float, ...] = ()  # best cosine per micro-query, in parse order
 
 
+@dataclass(frozen=True)
+class LeafMatch:
+    """A leaf verified against every constraint of a question; per constraint, how:
+    ``facet`` or the id of the document whose text states it."""
+
+    node_id: str
+    how: tuple[str, ...]
+    name: str = ""
+
+    @property
+    def source_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(h for h in self.how if h != "facet"))
+
+
 @dataclass
 class RetrievedContext:
     """Everything the answer agent may use: nothing outside ``scope`` ever gets in."""
@@ -130,11 +148,15 @@ class RetrievedContext:
     facets: list[NodeContext]
     qa: list[ContextItem]
     summaries: list[ContextItem]
+    evidence: list[ContextItem] = field(default_factory=list)
+    #: Leaves verified against every constraint of the question (None: not verified, e.g. a
+    #: scope too large to hold in memory; the facet matches are then all there is).
+    matches: list[LeafMatch] | None = None
 
     def node_ids(self) -> set[str]:
         ids = {n.node_id for n in self.facets}
-        ids.update(i.node_id for i in self.qa)
-        ids.update(i.node_id for i in self.summaries)
+        for items in (self.qa, self.summaries, self.evidence, self.matches or ()):
+            ids.update(i.node_id for i in items)
         return ids
 
 

@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS mem_qa (
 CREATE TABLE IF NOT EXISTS mem_summaries (
     node_id VARCHAR NOT NULL, detailed VARCHAR NOT NULL, concise VARCHAR NOT NULL,
     source_ids VARCHAR[] NOT NULL);
+CREATE TABLE IF NOT EXISTS mem_evidence (
+    node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, passage_id VARCHAR NOT NULL,
+    doc_id VARCHAR NOT NULL, text VARCHAR NOT NULL, context VARCHAR NOT NULL,
+    updated_at VARCHAR NOT NULL, kind VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS query_log (
     query_id VARCHAR, asked_at TIMESTAMP NOT NULL, scope VARCHAR NOT NULL,
     question VARCHAR NOT NULL, references_ VARCHAR[] NOT NULL, latency_ms DOUBLE NOT NULL,
@@ -58,6 +62,8 @@ CREATE OR REPLACE VIEW memory_qa AS
     SELECT node_id, question, answer, source_ids FROM mem_qa;
 CREATE OR REPLACE VIEW memory_summaries AS
     SELECT node_id, detailed, concise, source_ids FROM mem_summaries;
+CREATE OR REPLACE VIEW memory_evidence AS
+    SELECT node_id, passage_id, doc_id, text, updated_at, kind FROM mem_evidence;
 """
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from hltm_resources.models import Facet, Memory, NodeInfo, QAPair, Summary
+from hltm_resources.models import Facet, Memory, NodeInfo, Passage, QAPair, Summary
+
+PASSAGE_FIELDS = tuple(f.name for f in fields(Passage))
 
 INVALIDATED = "invalidated"
 
@@ -77,7 +79,11 @@ def write_memories(
     facets = {"node_id": [], "ord": [], "key": [], "value": [], "support": [], "source_ids": []}
     qa = {"node_id": [], "ord": [], "question": [], "answer": [], "source_ids": []}
     summaries = {"node_id": [], "detailed": [], "concise": [], "source_ids": []}
+    evidence: dict[str, list] = {c: [] for c in ("node_id", "ord", *PASSAGE_FIELDS)}
     for info, memory, _, _ in items:
+        for i, p in enumerate(memory.evidence):
+            for col, val in zip(evidence, (info.node_id, i, *astuple(p)), strict=True):
+                evidence[col].append(val)
         for i, f in enumerate(memory.facets):
             for col, val in zip(
                 facets,
@@ -102,6 +108,7 @@ def write_memories(
         ),
         "mem_qa": pa.table(qa, schema=_schema(qa, {"ord": pa.int32()})),
         "mem_summaries": pa.table(summaries, schema=_schema(summaries, {})),
+        "mem_evidence": pa.table(evidence, schema=_schema(evidence, {"ord": pa.int32()})),
     }
     for name, table in tables.items():
         cols = ", ".join(table.column_names)
@@ -134,7 +141,7 @@ def erase_rows(con, node_ids: Sequence[str], invalidate: Sequence[str] = ()) -> 
         con.execute("DELETE FROM mem_nodes WHERE node_id IN (SELECT unnest(?))", [ids])
     content = ids + inv
     if content:
-        for table in ("mem_facets", "mem_qa", "mem_summaries"):
+        for table in ("mem_facets", "mem_qa", "mem_summaries", "mem_evidence"):
             con.execute(f"DELETE FROM {table} WHERE node_id IN (SELECT unnest(?))", [content])
     if inv:
         con.execute(
@@ -180,8 +187,24 @@ def read_memories(con, node_ids: Sequence[str]) -> dict[str, Memory]:
         [ids],
     ).fetchall():
         summaries[n] = Summary(d, c, tuple(src))
+    evidence: dict[str, list[Passage]] = {n: [] for n in nodes}
+    for n, *values in con.execute(
+        f"SELECT node_id, {', '.join(PASSAGE_FIELDS)} FROM mem_evidence "
+        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
+        [ids],
+    ).fetchall():
+        if n in evidence:
+            evidence[n].append(Passage(*values))
     out = {}
     for n, (level, leaf_count) in nodes.items():
         if n in summaries:
-            out[n] = Memory(n, level, tuple(facets[n]), tuple(qa[n]), summaries[n], leaf_count)
+            out[n] = Memory(
+                n,
+                level,
+                tuple(facets[n]),
+                tuple(qa[n]),
+                summaries[n],
+                leaf_count,
+                evidence=tuple(evidence[n]),
+            )
     return out

@@ -8,6 +8,7 @@ model is an error that names both.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -16,11 +17,16 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lancedb.index import FTS
+from lancedb.query import MultiMatchQuery
 
-from hltm_resources.ids import check_raw_id, parse_node_id
+from hltm_resources.ids import check_raw_id, is_doc_id, parse_node_id
+from hltm_resources.models import Memory, NodeInfo
 from hltm_resources.schema import TreeSchema
 
-TABLES = ("facets", "qa", "summaries")
+TABLES = ("facets", "qa", "summaries", "evidence")
+#: Columns of the evidence table with LanceDB's own full-text (BM25) index.
+FTS_COLUMNS = {"evidence": ("text", "context")}
 MODEL_KEY = b"hltm.embed_model"
 DIM_KEY = b"hltm.dim"
 _DELETE_CHUNK = 400
@@ -39,7 +45,66 @@ _PAYLOAD: dict[str, list[pa.Field]] = {
         pa.field("name", pa.string()),
         pa.field("leaf_count", pa.int32()),
     ],
+    "evidence": [
+        pa.field("passage_id", pa.string()),
+        pa.field("source_ids", pa.list_(pa.string())),
+        pa.field("context", pa.string()),
+        pa.field("updated_at", pa.string()),
+        pa.field("kind", pa.string()),
+    ],
 }
+#: Weight of a passage's context against the passage itself, in both searches of evidence.
+CONTEXT_BOOST = 0.5
+_WORDS = re.compile(r"\w+")
+#: Tables with a second vector: the embedding of each row's ``context``.
+CONTEXT_VECTOR = {"evidence": "context_vector"}
+
+
+def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
+    """Per table, the rows a node's memory becomes (without vectors): ``text`` is what gets
+    embedded (a facet as ``key: value``, a QA pair by its question, the summary by its
+    sentence, a passage by itself and, as ``context_vector``, by its context)."""
+    base = {"node_id": node.node_id, "level": node.level, "path": node.path}
+    summary = memory.summary
+    return {
+        "facets": [
+            base
+            | {
+                "text": f.text,
+                "key": f.key,
+                "value": f.value,
+                "support": f.support,
+                "source_ids": list(f.source_ids),
+            }
+            for f in memory.facets
+        ],
+        "qa": [
+            base | {"text": q.question, "answer": q.answer, "source_ids": list(q.source_ids)}
+            for q in memory.qa
+        ],
+        "summaries": [
+            base
+            | {
+                "text": summary.concise,
+                "detailed": summary.detailed,
+                "source_ids": list(summary.source_ids),
+                "name": node.name,
+                "leaf_count": memory.leaf_count,
+            }
+        ],
+        "evidence": [
+            base
+            | {
+                "text": p.text,
+                "context": p.context,
+                "passage_id": p.passage_id,
+                "source_ids": [p.doc_id],
+                "updated_at": p.updated_at,
+                "kind": p.kind,
+            }
+            for p in memory.evidence
+        ],
+    }
 
 
 class EmbeddingModelMismatch(RuntimeError):
@@ -55,6 +120,8 @@ def table_schema(table: str, model_id: str, dim: int) -> pa.Schema:
         *_PAYLOAD[table],
         pa.field("vector", pa.list_(pa.float32(), dim)),
     ]
+    if table in CONTEXT_VECTOR:
+        fields.append(pa.field(CONTEXT_VECTOR[table], pa.list_(pa.float32(), dim)))
     return pa.schema(fields, metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()})
 
 
@@ -66,6 +133,17 @@ def sql_quote(value: str) -> str:
 def node_filter(node_ids: Iterable[str]) -> str:
     ids = [str(parse_node_id(n)) for n in node_ids]
     return "node_id IN (" + ", ".join(sql_quote(n) for n in ids) + ")"
+
+
+def passage_filter(passage_ids: Iterable[str]) -> str:
+    """Rows of the given evidence passages (ids are checked document ids plus ``#n``)."""
+    ids = []
+    for p in passage_ids:
+        doc, _, n = p.rpartition("#")
+        if not (is_doc_id(doc) and n.isdigit()):
+            raise ValueError(f"passage id {p[:80]!r} is malformed")
+        ids.append(p)
+    return "passage_id IN (" + ", ".join(sql_quote(p) for p in ids) + ")"
 
 
 def subtree_filter(path: str) -> str:
@@ -106,6 +184,9 @@ class VectorStore:
         self.dim = dim
         self._db = None
         self._tables: dict[str, object] = {}
+        self._indexed: set[tuple[str, str]] = set()
+        #: Tables this store deleted rows from (their files still hold them until rewritten).
+        self._deleted: set[str] = set()
 
     @property
     def db(self):
@@ -165,11 +246,25 @@ class VectorStore:
             data = rows.get(name)
             if data is not None and data.num_rows:
                 tbl.add(data.cast(tbl.schema))
+                self._ensure_text_index(name, tbl)
+
+    def _ensure_text_index(self, name: str, tbl) -> None:
+        """LanceDB's full-text index on the table's text columns, made once (rows added later
+        are searched too, and merged into the index by ``optimize``)."""
+        wanted = FTS_COLUMNS.get(name, ())
+        if not wanted or (name, "fts") in self._indexed:
+            return
+        have = {tuple(i.columns) for i in tbl.list_indices() if i.index_type == "FTS"}
+        for column in wanted:
+            if (column,) not in have:
+                tbl.create_index(column, config=FTS())
+        self._indexed.add((name, "fts"))
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         for name in TABLES:
             if self.exists(name):
                 self._delete(self.table(name), node_ids)
+                self._deleted.add(name)
 
     @staticmethod
     def _delete(tbl, node_ids: Sequence[str]) -> None:
@@ -212,24 +307,56 @@ class VectorStore:
             .to_arrow()
         )
 
+    def text_search(
+        self, name: str, query: str, where: str, limit: int, columns: Sequence[str]
+    ) -> pa.Table:
+        """BM25 over the table's full-text columns (the context at half weight), restricted by
+        ``where`` inside the query (prefilter); no rows for a query without searchable words."""
+        tbl = self.table(name)
+        words = " ".join(_WORDS.findall(query))
+        if not words.strip():
+            return tbl.search().select(list(columns)).limit(0).to_arrow()
+        text, context = FTS_COLUMNS[name]
+        match = MultiMatchQuery(words, [text, context], boosts=[1.0, CONTEXT_BOOST])
+        return (
+            tbl.search(match, query_type="fts")
+            .where(where, prefilter=True)
+            .select([*columns, "_score"])
+            .limit(limit)
+            .to_arrow()
+        )
+
     def drop_all(self) -> None:
-        """Drop the three tables (switching embedding models: everything is rebuilt)."""
+        """Drop every table (switching embedding models: everything is rebuilt)."""
         for name in TABLES:
             if self.exists(name):
                 self.db.drop_table(name)
         self._tables.clear()
+        self._indexed.clear()
 
     def purge_history(self) -> None:
-        """Compact fragments and drop every old version, so deleted rows leave no copy."""
+        """Make deleted rows leave no copy: every table this store deleted from is rewritten
+        from its current rows, and every older version's files are removed.
+
+        A delete only marks rows in a deletion file, and compaction rewrites a data file only
+        when enough of it is deleted (LanceDB's default: 10 %), so a rewrite is the one way to
+        be sure. A reader holding an older version fails its query (and retries on the
+        latest): erasure wins over it."""
         for name in TABLES:
             if not self.exists(name):
                 continue
-            # Compaction rewrites fragments without the deleted rows; pruning with a zero
-            # retention then removes every older version's files. A reader holding an older
-            # version fails its query (and retries on the latest): erasure wins over it.
+            tbl = self.table(name)
+            if name in self._deleted:
+                tbl = self.db.create_table(
+                    name, data=tbl.to_arrow(), schema=tbl.schema, mode="overwrite"
+                )
+                self._tables[name] = tbl
+                self._indexed.discard((name, "fts"))
+                self._ensure_text_index(name, tbl)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                self.table(name).optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        self._deleted.clear()
 
     def tidy(self, keep_versions_for: timedelta = timedelta(hours=1)) -> None:
         """Compact small fragments and drop versions older than ``keep_versions_for``."""

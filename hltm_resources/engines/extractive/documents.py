@@ -132,9 +132,14 @@ def _split_multi(value: str) -> list[str]:
     return [p for p in parts if p and len(p.split()) <= 6]
 
 
-def _is_feedback(doc: Document) -> bool:
-    kind = doc.kind.lower()
+def is_feedback_kind(kind: str) -> bool:
+    """A document kind that holds notes on candidates rather than a description of the role."""
+    kind = kind.lower()
     return any(w in kind for w in ("feedback", "interview", "scorecard", "reject", "debrief"))
+
+
+def _is_feedback(doc: Document) -> bool:
+    return is_feedback_kind(doc.kind)
 
 
 def _structured_pairs(doc: Document) -> tuple[list[tuple[str, str]], bool]:

@@ -261,10 +261,20 @@ def _slot_covered(
 
 
 def _matching_leaves(context: RetrievedContext, schema: TreeSchema) -> list[NodeContext]:
-    """Leaves whose facets match every valued micro-query (cosine >= MATCH_COSINE).
+    """Leaves that satisfy every valued micro-query: the verified matches when retrieval
+    verified them (facets or evidence), else leaves whose facets match each one (cosine >=
+    MATCH_COSINE).
 
     Without a facet view (ablations), leaves whose QA answers or summaries state every value.
     """
+    if context.matches is not None:
+        ranked = {n.node_id: n for n in context.facets}
+        order = {n.node_id: i for i, n in enumerate(context.facets)}
+        leaves = [
+            ranked.get(m.node_id) or NodeContext(m.node_id, schema.leaf.name, m.name, 0.0, 1, ())
+            for m in context.matches
+        ]
+        return sorted(leaves, key=lambda n: (order.get(n.node_id, len(order)), n.node_id))
     valued = [i for i, m in enumerate(context.parsed.micro) if m.value]
     if not valued:
         return []

@@ -6,7 +6,7 @@ from collections import Counter
 
 from hltm_resources.tokens import encoding_name
 from query.evaluation.data.public import LOCOMO_CATEGORIES
-from query.evaluation.runners.public import KS, PARENT_ITEMS, PublicRun, group_key
+from query.evaluation.runners.public import KS, PublicRun, group_key
 
 #: Published anchor (LoCoMo paper, RAG over dialog turns).
 LOCOMO_ANCHOR = {5: 0.588, 10: 0.675, 25: 0.799}
@@ -83,15 +83,14 @@ def _notes(run: PublicRun) -> list[str]:
     locomo = run.data.benchmark == "locomo"
     first = next(iter(run.scores.values()))
     unit = "evidence (dialog-turn)" if locomo else "session"
-    parents = "skipped" if PARENT_ITEMS == "skip" else "expanded to their turns"
     latency = "retrieval and answer" if locomo else "retrieval"
     lines = [
         f"Recall@k: share of gold {unit} ids among the first k distinct ranked ones "
         "(mean ± SEM over questions). context_tokens@k: tokens of the distinct turns among "
-        f"the first k ranked turns ({encoding_name()}). hltm ranks its retrieved items "
-        "(facets, QA, summaries) by score and lists their provenance turns; parent-level "
-        f"items are {parents}; its list holds only what its default retrieval returns (see "
-        f"ranked turns). Latency: {latency} per question."
+        f"the first k ranked turns ({encoding_name()}). hltm lists the turns behind its "
+        "retrieval in one ranking fused across views (evidence passages by hybrid dense + "
+        "BM25 search lead, QA pairs and facets of leaves follow); its list holds only what its "
+        f"default retrieval returns (see ranked turns). Latency: {latency} per question."
     ]
     if locomo:
         anchor = ", ".join(f"recall@{k} {v:.1%}" for k, v in LOCOMO_ANCHOR.items())

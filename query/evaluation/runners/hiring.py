@@ -303,16 +303,24 @@ def eval_hiring(
     limit: int | None = None,
     show_progress: bool = False,
     queries_path: Path | None = None,
+    split: str = "heldout",
+    variety: str = "adversarial",
 ) -> tuple[dict, dict]:
-    """Generate a world (unless the home already holds it), build, evaluate."""
+    """Generate a world (unless the home already holds it), build, evaluate.
+
+    ``split`` ("dev" to tune, "heldout" to report) and ``variety`` ("adversarial" or "plain")
+    choose how the world and its questions are phrased; the home's marker records them with
+    the seed, so a change of any of the three regenerates the world.
+    """
     home = settings.home
     marker = home / "eval-world.txt"
-    if not marker.exists() or marker.read_text() != str(seed):
-        world = generate_world(seed=seed)
+    stamp = f"seed={seed} split={split} variety={variety}"
+    if not marker.exists() or marker.read_text() != stamp:
+        world = generate_world(seed=seed, split=split, variety=variety)
         snapshot = write_snapshot(world, home / "snapshot")
         load_and_build(settings, snapshot)
         write_queries(make_queries(world, seed=seed), home / "queries.jsonl")
-        marker.write_text(str(seed))
+        marker.write_text(stamp)
     queries = load_queries(queries_path or home / "queries.jsonl")
     if limit:
         queries = queries[:limit]
@@ -332,5 +340,7 @@ def eval_hiring(
     return harness.score(queries, results), {
         "queries": len(queries),
         "seed": seed,
+        "split": split,
+        "variety": variety,
         "judged": judge is not None,
     }

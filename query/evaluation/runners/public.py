@@ -3,12 +3,10 @@
 The dataset's tree (:mod:`query.evaluation.data.public`) is built once into a sub-home with the
 plain indexer. Two systems answer every question at its conversation's scope, in the same run:
 
-- ``hltm``: the three views of :meth:`Memory.retrieve` (through :meth:`Memory.ask` on LoCoMo,
-  which also answers), items ranked by score across views, each item contributing its
-  provenance document ids. Leaf items cite turns directly (in turn order when an item cites
-  several). Parent items cite child node ids; they are skipped by default
-  (``PARENT_ITEMS = "skip"``): expanding a session into every turn of it would let one
-  conversation-level item fill the top k with a whole session. ``"expand"`` is available.
+- ``hltm``: :meth:`Memory.retrieve` (through :meth:`Memory.ask` on LoCoMo, which also
+  answers), its sources in the one ranking fused across views
+  (:func:`query.retrieval.ranked_sources`: evidence passages by hybrid search lead, QA pairs
+  and facets of leaves follow at lower weight).
 - ``flat_rag``: fixed-size chunks of the turns, same embedder, searched inside the same
   subtree (:class:`query.evaluation.runners.baselines.ChunkIndex`); ranked doc ids in chunk
   order.
@@ -39,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
-from hltm_resources.engines.base import ContextItem, RetrievedContext
+from hltm_resources.engines.base import RetrievedContext
 from hltm_resources.tokens import count_tokens
 from query.evaluation import metrics
 from query.evaluation.data.public import (
@@ -49,6 +47,7 @@ from query.evaluation.data.public import (
     write_public_snapshot,
 )
 from query.evaluation.runners.baselines import ChunkIndex, read_extractively
+from query.retrieval import ranked_sources
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -57,8 +56,6 @@ SYSTEMS = ("hltm", "flat_rag")
 KS = (5, 10, 25)
 #: Bump when the snapshot layout changes, so a sub-home built by an older loader is rebuilt.
 LOADER_VERSION = "1"
-#: How parent-level items (whose provenance is child node ids) enter the ranked turn list.
-PARENT_ITEMS = "skip"
 #: Chunks the flat-RAG reader answers from (as in the hiring benchmark).
 FLAT_RAG_READ_K = 10
 #: Chunks fetched to rank turns (LoCoMo turns are one chunk each) or sessions (LongMemEval turns
@@ -80,25 +77,9 @@ class PublicRun:
 # -- ranking ----------------------------------------------------------------------------------
 
 
-def hltm_ranked_docs(
-    context: RetrievedContext, data: PublicData, parents: str = PARENT_ITEMS
-) -> list[str]:
-    """Provenance turn ids of the retrieved items, by descending item score, deduplicated."""
-    items: list[ContextItem] = [f for node in context.facets for f in node.facets]
-    items += list(context.qa) + list(context.summaries)
-    out: dict[str, None] = {}
-    for item in sorted(items, key=lambda i: -i.score):  # stable: ties keep view order
-        if not data.schema.is_leaf(item.level):
-            if parents != "expand":
-                continue
-            for child in item.source_ids:
-                level, _, raw = child.partition(":")
-                if data.schema.is_leaf(level):
-                    out.update(dict.fromkeys(data.session_turns.get(raw, ())))
-            continue
-        docs = [d for d in item.source_ids if d in data.doc_session]
-        out.update(dict.fromkeys(sorted(docs, key=data.position)))
-    return list(out)
+def hltm_ranked_docs(context: RetrievedContext, data: PublicData) -> list[str]:
+    """The turns behind a retrieval, in HLTM's one ranking fused across views."""
+    return [d for d in ranked_sources(context, data.schema) if d in data.doc_session]
 
 
 def chunk_ranked_docs(chunks: Iterable) -> list[str]:

@@ -1,0 +1,112 @@
+"""Leaf evidence: every document of a leaf, kept verbatim as passages.
+
+Facets, QA pairs and summaries are what an engine *recognized* in the documents; a value
+stated in a way it did not recognize would otherwise be unreachable. Passages are built the
+same way whatever the engine: documents in natural id order (``D1:2`` before ``D1:10``), each
+cut into units (a conversation turn, a sentence, a ``key: value`` line) packed into passages
+of about :data:`PASSAGE_CHARS`. Each passage also carries its context (itself with the passage
+before and after it in the leaf), which is embedded and indexed beside it: a turn that says
+"yes, that one" is found by what the turns around it say.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+
+from hltm_resources.models import Document, Passage
+from hltm_resources.text import collapse_ws, sentences
+
+#: Bump when passages are cut differently: it is part of every leaf's input hash.
+EVIDENCE_VERSION = 1
+PASSAGE_CHARS = 320
+#: How much of each neighbour a passage's context carries.
+NEIGHBOUR_CHARS = 300
+_DIGITS = re.compile(r"(\d+)")
+_KV = re.compile(r"^\s*[-*\u2022]?\s*[A-Za-z][A-Za-z0-9 _/().&'-]{0,40}\s*[:=]\s*\S")
+
+
+def natural_key(doc_id: str) -> list:
+    """``D1:2`` before ``D1:10``: digit runs compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in _DIGITS.split(doc_id)]
+
+
+def _flatten(obj: object, prefix: str = "") -> Iterable[str]:
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(obj, list):
+        if all(not isinstance(v, dict | list) for v in obj):
+            yield f"{prefix}: {', '.join(str(v) for v in obj if v is not None)}"
+        else:
+            for value in obj:
+                yield from _flatten(value, prefix)
+    elif obj is not None:
+        yield f"{prefix}: {obj}"
+
+
+def units(text: str) -> list[str]:
+    """The smallest spans of a document a passage is made of: ``key: value`` lines of an
+    export (JSON or text), else sentences."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return [collapse_ws(line) for line in _flatten(json.loads(text)) if line.strip()]
+        except (ValueError, RecursionError):
+            pass
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 1 and sum(bool(_KV.match(ln)) for ln in lines) * 2 >= len(lines):
+        return [collapse_ws(ln) for ln in lines]
+    return sentences(text)
+
+
+def _cut(unit: str, limit: int) -> list[str]:
+    """A unit longer than twice the limit, cut at word boundaries."""
+    if len(unit) <= 2 * limit:
+        return [unit]
+    out, words, current = [], unit.split(), ""
+    for word in words:
+        if current and len(current) + 1 + len(word) > limit:
+            out.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    return out + ([current] if current else [])
+
+
+def pack(spans: Sequence[str], limit: int = PASSAGE_CHARS) -> list[str]:
+    """Consecutive spans joined into passages of about ``limit`` characters."""
+    out: list[str] = []
+    current = ""
+    for span in (piece for s in spans for piece in _cut(s, limit)):
+        if current and len(current) + 1 + len(span) > limit:
+            out.append(current)
+            current = span
+        else:
+            current = f"{current} {span}" if current else span
+    return out + ([current] if current else [])
+
+
+def leaf_passages(docs: Sequence[Document]) -> tuple[Passage, ...]:
+    """Every document of a leaf as passages, in document order, each with its context."""
+    cut: list[tuple[Document, int, str]] = []
+    for doc in sorted(docs, key=lambda d: natural_key(d.doc_id)):
+        for i, text in enumerate(pack(units(doc.text))):
+            cut.append((doc, i, text))
+    out = []
+    for n, (doc, i, text) in enumerate(cut):
+        before = _tail(cut[n - 1][2]) if n > 0 else ""
+        after = _head(cut[n + 1][2]) if n + 1 < len(cut) else ""
+        context = " ".join(part for part in (before, text, after) if part)
+        passage = Passage(f"{doc.doc_id}#{i}", doc.doc_id, text, context, doc.updated_at, doc.kind)
+        out.append(passage)
+    return tuple(out)
+
+
+def _head(text: str, limit: int = NEIGHBOUR_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0]
+
+
+def _tail(text: str, limit: int = NEIGHBOUR_CHARS) -> str:
+    return text if len(text) <= limit else text[-limit:].split(" ", 1)[-1]
