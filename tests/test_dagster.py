@@ -9,6 +9,7 @@ from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
 from hltm_assets.resources import HLTMResource
 from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.build.checks import check_level
+from hltm_resources.engines.extractive.agents import EXTRACTIVE_VERSION
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
 
@@ -92,7 +93,7 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert meta["nodes_built"].value == 1
     assert meta["node_id"].value == f"project:{project['project_id']}"
     assert meta["facets"].value > 0 and meta["qa_pairs"].value > 0
-    assert meta["engine"].value == "extractive-v2"
+    assert meta["engine"].value == EXTRACTIVE_VERSION
     assert meta["embed_model"].value == "all-MiniLM-L6-v2-onnx-int8"
     assert meta["source_documents"].value == sum(
         1 for d in world.documents if d["project_id"] == project["project_id"]

@@ -84,6 +84,8 @@ class ScopeVocabulary:
     values: dict[str, list[str]] = field(default_factory=dict)
     #: Keys that count leaves (``project_count``): never a constraint a question states.
     count_keys: tuple[str, ...] = ()
+    #: Keys the data shows to be another name of a canonical key (``vacancyName`` -> title).
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @property
     def keys(self) -> list[str]:
@@ -152,11 +154,18 @@ class RetrievedContext:
     #: Leaves verified against every constraint of the question (None: not verified, e.g. a
     #: scope too large to hold in memory; the facet matches are then all there is).
     matches: list[LeafMatch] | None = None
+    #: For a summary question, per asked key, how many of the leaves concerned (all leaves in
+    #: scope, or the verified matches of its filters) state each value, counted over leaves
+    #: (facets and evidence); and how many leaves that is.
+    distributions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    leaves_counted: int = 0
 
     def node_ids(self) -> set[str]:
         ids = {n.node_id for n in self.facets}
         for items in (self.qa, self.summaries, self.evidence, self.matches or ()):
             ids.update(i.node_id for i in items)
+        if self.distributions:
+            ids.add(self.scope)
         return ids
 
 

@@ -98,6 +98,8 @@ SKIP_KEY = re.compile(
     r"modified|timestamp|date|time|description|body|text|notes|comments?|summary)$"
 )
 FEEDBACK_KEYS = frozenset({"candidate", "decision", "reason", "stage"})
+#: Facts a project's notes on candidates state (the others describe the role itself).
+CANDIDATE_KEYS = frozenset({"rejection_reason"})
 
 SENIORITY_WORDS = {
     "intern": "Intern",
@@ -119,7 +121,18 @@ WORKPLACE_WORDS = {
     "on site": "on-site",
     "onsite": "on-site",
     "in office": "on-site",
+    "in the office": "on-site",
     "office based": "on-site",
+}
+#: What each canonical key is about, in a sentence: a question that names none of a key's
+#: words is matched to the key by meaning ("what are the top reasons we turn people down?").
+KEY_DESCRIPTIONS = {
+    "title": "which roles or job titles are hired for",
+    "location": "where the jobs are located, in which cities",
+    "workplace_type": "whether the roles are remote, hybrid or on-site in the office",
+    "skill": "which skills, tools or technologies the openings require",
+    "rejection_reason": "why candidates were rejected, turned down or declined",
+    "seniority": "what seniority or experience level the roles are",
 }
 
 

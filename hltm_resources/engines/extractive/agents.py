@@ -37,12 +37,8 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v2"
+EXTRACTIVE_VERSION = "extractive-v3"
 MAX_LEAF_QA = 10
-# Prose documents no facet can be drawn from (conversation turns, free notes) are kept as
-# answerable statements, up to this many per leaf.
-MAX_LEAF_STATEMENTS = 64
-STATEMENT_CHARS = 300
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
 #: Intermediate levels keep (almost) full distributions so that counts above them stay exact.
@@ -148,8 +144,7 @@ class ExtractiveAgents(MemoryAgents):
                         (doc.doc_id,),
                     )
                 )
-        statements = _statements(docs)
-        if not qa and not statements:
+        if not qa:
             qa.append(
                 QAPair(
                     f"How many documents does the {node.name} project have?",
@@ -159,9 +154,7 @@ class ExtractiveAgents(MemoryAgents):
             )
         # Questions of the workload's recurring patterns come first, on top of the templates.
         return _dedupe_qa(
-            patterns.leaf_pattern_qa(node, by_key, hints)
-            + _dedupe_qa(qa)[:MAX_LEAF_QA]
-            + statements
+            patterns.leaf_pattern_qa(node, by_key, hints) + _dedupe_qa(qa)[:MAX_LEAF_QA]
         )
 
     def summarize(
@@ -394,22 +387,6 @@ def _is_prose(text: str) -> bool:
         return False
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return not (len(lines) > 1 and sum(":" in ln[:45] for ln in lines) * 2 >= len(lines))
-
-
-def _statements(docs: Sequence[Document]) -> list[QAPair]:
-    """Prose documents that state no facet and no feedback event, kept as answerable
-    statements: the question is the statement itself (what a query about it resembles), the
-    answer its text, the source its document. Without them a conversation turn would be
-    reachable only through its session's summary."""
-    out: list[QAPair] = []
-    for doc in sorted(docs, key=lambda d: d.doc_id):
-        text = doc.text.strip()
-        if not text or not _is_prose(text) or document_facets(doc) or feedback_event(doc):
-            continue
-        out.append(
-            QAPair(collapse_text(text, STATEMENT_CHARS), collapse_text(text, 1000), (doc.doc_id,))
-        )
-    return _dedupe_qa(out)[:MAX_LEAF_STATEMENTS]
 
 
 def _first_prose(docs: Sequence[Document]) -> list[str]:

@@ -79,6 +79,8 @@ _SKILLS_IN_PROSE = re.compile(
     r"expertise in)\s*:?\s+((?:[^.;\n]|\.(?=\w))+)",
     re.I,
 )
+#: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
+_NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
 _KV_LINE = re.compile(r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 _LIST_SPLIT = re.compile(r"\s*(?:[,;|]|\s(?:and|or|&|/)\s)\s*", re.I)
 _LOCATION_STOP = {"Office", "Team", "Hub", "Campus", "The", "Our", "We", "This"}
@@ -93,6 +95,8 @@ class RawFacet:
     doc_id: str
     structured: bool
     updated_at: str
+    #: One item of a list in an export: the key holds several values, whatever its name.
+    listed: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,12 +227,14 @@ def _prose_facets(doc: Document) -> list[tuple[str, str]]:
                 break
             kept.append(w)
         loc = " ".join(kept).replace(" , ", ", ").strip(" ,")
+        loc = re.split(r"\.\s", loc)[0].strip(" .,")  # the sentence ends at its period
         if loc:
             out.append(("location", loc))
             break
-    m = _WORKPLACE_IN_PROSE.search(text)
-    if m:
-        out.append(("workplace_type", m.group(1)))
+    for m in _WORKPLACE_IN_PROSE.finditer(text):
+        if not _NEGATED_BEFORE.search(text[max(0, m.start() - 30) : m.start()]):
+            out.append(("workplace_type", m.group(1)))  # "not remote" states no workplace
+            break
     for m in _SKILLS_IN_PROSE.finditer(text):
         for part in _split_multi(m.group(1)):
             if part[:1].isalpha() and fold(part) not in {"a", "the", "experience"}:
@@ -255,11 +261,12 @@ def document_facets(doc: Document) -> list[RawFacet]:
         found.append(("rejection_reason", event.reason, structured))
     out: list[RawFacet] = []
     for key, raw_value, is_structured in found:
+        listed = raw_value.startswith(_ITEM)
         values = _split_multi(raw_value) if key in MULTI_KEYS else [raw_value.lstrip(_ITEM)]
         for value in values:
             canon = canonical_value(key, value)
             if canon is not None:
-                out.append(RawFacet(key, canon, doc.doc_id, is_structured, doc.updated_at))
+                out.append(RawFacet(key, canon, doc.doc_id, is_structured, doc.updated_at, listed))
     return out
 
 
@@ -303,7 +310,7 @@ def reconcile(
     facets: list[Facet] = []
     for key in sorted(by_key, key=lambda k: key_rank(k, emphasized)):
         groups = by_key[key]
-        if key in MULTI_KEYS:
+        if key in MULTI_KEYS or any(i.listed for g in groups.values() for i in g):
             chosen = sorted(groups)
         else:
             # Stable sorts: the last one decides, earlier ones break its ties.

@@ -19,7 +19,7 @@ from hltm_resources.engines.base import (
     RetrievedContext,
     ScopeVocabulary,
 )
-from hltm_resources.engines.vocabulary import key_label
+from hltm_resources.engines.vocabulary import WORKPLACE_WORDS, key_label
 from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
 from hltm_resources.text import STOPWORDS, content_tokens, fold, humanize_key, join_human, plural_s
 
@@ -147,8 +147,13 @@ def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
     folded = fold(value)
     if not folded:
         return 0.0
-    if re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?![a-z0-9])", q_folded):
+    # A value is stated as itself or in the plural ("Backend Engineers"), or by its head
+    # before a comma ("Lisbon" for "Lisbon, Portugal").
+    if _stated(folded, q_folded):
         return 1.0 + len(folded) / 1000.0
+    head = fold(value.split(",")[0])
+    if head != folded and len(head) >= 4 and _stated(head, q_folded):
+        return 1.0 + len(head) / 1000.0
     v_tokens = [t for t in folded.split() if t not in STOPWORDS]
     if len(v_tokens) < 3:
         return 0.0
@@ -157,10 +162,14 @@ def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
     return share if share >= 0.75 else 0.0
 
 
+def _stated(folded: str, q_folded: str) -> bool:
+    return bool(re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?:e?s)?(?![a-z0-9])", q_folded))
+
+
 def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     """Micro-queries for ``question`` built from the scope's own keys and values."""
-    kind = question_kind(question)
     micro = _value_micro_queries(_stated_values(question, vocabulary))
+    kind = _kind(question, vocabulary, micro)
     listed: set[str] = set()
     if kind == "summary":
         micro, listed = _without_listed_options(micro)
@@ -173,6 +182,25 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
         micro += [MicroQuery(key, None) for key in targets if key not in valued_keys]
     unmatched = _unmatched_constraints(question, kind, micro, valued_keys)
     return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
+
+
+def _kind(question: str, vocabulary: ScopeVocabulary, micro: list[MicroQuery]) -> str:
+    """Retrieval-style when worded so ("which of my searches ..."), or when the question
+    states values, asks for no other key and has no summary wording ("Have I recruited any
+    Store Managers?", "Backend Engineer roles in Toronto?"): the values are what to match."""
+    kind = question_kind(question)
+    if kind == "retrieval" or not micro or _SUMMARY_MARKERS.search(question):
+        return kind
+    valued = {m.key for m in micro}
+    others = [
+        k
+        for k in asked_keys(question, {*vocabulary.values, "title", "location"})
+        if k not in valued
+    ]
+    return "summary" if others or len(valued) < len(micro) else "retrieval"
+
+
+_PLACE_WORDS = re.compile(r"\b(located|locations?|based|cit(?:y|ies)|offices?)\b", re.I)
 
 
 def _stated_values(
@@ -189,6 +217,11 @@ def _stated_values(
             score = _value_matches(value, q_tokens, q_folded)
             if score:
                 matched[key].append((score, value))
+    # A workplace stated in other words ("in the office" for on-site).
+    known = set(vocabulary.values.get("workplace_type", ()))
+    for words, value in WORKPLACE_WORDS.items():
+        if value in known and words != value and _stated(words, q_folded):
+            matched["workplace_type"].append((1.0 + len(words) / 1000.0, value))
     return matched
 
 
@@ -197,7 +230,12 @@ def _value_micro_queries(matched: dict[str, list[tuple[float, str]]]) -> list[Mi
     micro: list[MicroQuery] = []
     used_spans: list[str] = []
     for key in sorted(matched, key=lambda k: -max(s for s, _ in matched[k])):
-        for _, value in sorted(matched[key], key=lambda sv: (-len(fold(sv[1])), sv[1])):
+        exact = any(score >= 1.0 for score, _ in matched[key])
+        # Stated as such before stated in part (only when nothing is stated as such); then
+        # the longest.
+        for score, value in sorted(matched[key], key=lambda sv: (-sv[0], -len(fold(sv[1])), sv[1])):
+            if exact and score < 1.0:
+                continue
             folded = fold(value)
             if any(folded in span for span in used_spans):
                 continue
@@ -348,6 +386,9 @@ def _answer_summary(context: RetrievedContext, schema: TreeSchema) -> Answer:
     parsed = context.parsed
     targets = [k for k in parsed.target_keys] or [m.key for m in parsed.micro if not m.value]
     filters = [m for m in parsed.micro if m.value and m.key not in targets]
+    counted = _counted_distribution(context, targets, filters, schema)
+    if counted is not None:
+        return counted
     if targets and filters:
         leaves = _matching_leaves(context, schema)
         if leaves:
@@ -382,6 +423,34 @@ def _answer_summary(context: RetrievedContext, schema: TreeSchema) -> Answer:
         f"Nothing in memory under {context.scope} answers this.",
         (),
         "The retrieved context is empty.",
+    )
+
+
+def _counted_distribution(
+    context: RetrievedContext,
+    targets: list[str],
+    filters: list[MicroQuery],
+    schema: TreeSchema,
+) -> Answer | None:
+    """The distribution retrieval counted over the leaves concerned (facets and evidence)."""
+    key = next((k for k in targets if context.distributions.get(k)), None)
+    if key is None:
+        return None
+    total, label = context.leaves_counted, key_label(key)
+    shown = "; ".join(f"{v} ({c} of {total})" for v, c in context.distributions[key][:5])
+    if filters and context.matches:
+        what = join_human(f"{humanize_key(m.key)} {m.value}" for m in filters)
+        return Answer(
+            f"For {schema.leaf.nouns} matching {what}, the most common {label}: {shown}.",
+            tuple(m.node_id for m in context.matches),
+            f"Counted {humanize_key(key)} over the {total} leaves matching {what}.",
+        )
+    name = next((n.name for n in context.facets if n.node_id == context.scope), context.scope)
+    return Answer(
+        f"Most common {label} in {name} ({plural_s(total, schema.leaf.noun)}): {shown}.",
+        (context.scope,),
+        f"{label.capitalize()} counted over the {total} leaves of {context.scope}, from their "
+        "facets and evidence.",
     )
 
 
