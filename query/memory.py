@@ -46,6 +46,7 @@ DEFAULT_K_EVIDENCE = 10
 #: How close in meaning a summary question must be to a key's description to be about it
 #: (calibrated on the hiring benchmark's dev phrasing, BENCHMARKS.md).
 KEY_MEANING_COSINE = 0.35
+KEYWORD_BONUS = 0.1
 #: The paper's TopK of the facet score. Without the exact-match expansion of the facet view,
 #: k=2 let unrelated facets dilute leaves with one exact match and lost recall; with it, k=1 and
 #: k=2 score the same on the hiring benchmark (BENCHMARKS.md), and 1 is the simpler default.
@@ -400,9 +401,15 @@ class Memory:
     def _with_target_by_meaning(
         self, parsed: ParsedQuery, question: str, vocab: ScopeVocabulary
     ) -> ParsedQuery:
-        """A summary question that names no key by its words asks about the key whose
-        description it is closest to in meaning (when close enough)."""
-        if parsed.kind != "summary" or parsed.target_keys or any(not m.value for m in parsed.micro):
+        """What a summary question asks about, by meaning as well as by its words.
+
+        A question that states no value cannot ask which leaves match one: it is a summary.
+        Its target is the key whose description it is closest to in meaning, the keys its
+        words name counting a little more (``KEYWORD_BONUS``); a question close to no key
+        keeps what its words say."""
+        if not any(m.value for m in parsed.micro):
+            parsed = replace(parsed, kind="summary")
+        if parsed.kind != "summary":
             return parsed
         keys = [k for k in KEY_DESCRIPTIONS if vocab.values.get(k)]
         if not keys:
@@ -416,11 +423,13 @@ class Memory:
                 )
             )
         qvec = self.embedder.embed([question])[0]
-        cos = {k: float(self._key_vectors[k] @ qvec) for k in keys}
-        key = max(cos, key=lambda k: cos[k])
-        if cos[key] < KEY_MEANING_COSINE:
+        named = set(parsed.target_keys)
+        score = {k: float(self._key_vectors[k] @ qvec) + KEYWORD_BONUS * (k in named) for k in keys}
+        key = max(score, key=lambda k: score[k])
+        if score[key] < KEY_MEANING_COSINE or key in {m.key for m in parsed.micro if m.value}:
             return parsed
-        return replace(parsed, micro=(*parsed.micro, MicroQuery(key, None)), target_keys=(key,))
+        micro = [m for m in parsed.micro if m.value] + [MicroQuery(key, None)]
+        return replace(parsed, micro=tuple(micro), target_keys=(key,))
 
     def _leaf_facts(
         self, micro_vecs: np.ndarray, where: str, scope: Scope, aliases: dict[str, str]
