@@ -42,7 +42,7 @@ from query.verification import (
 DEFAULT_K_FACET = 25
 DEFAULT_K_QA = 8
 DEFAULT_K_SUMMARY = 5
-DEFAULT_K_EVIDENCE = 10
+DEFAULT_K_EVIDENCE = 25
 #: How close in meaning a summary question must be to a key's description to be about it
 #: (calibrated on the hiring benchmark's dev phrasing, BENCHMARKS.md).
 KEY_MEANING_COSINE = 0.35
