@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from hltm_resources.engines.vocabulary import (
-    ALIASES,
     FEEDBACK_KEYS,
+    KEY_ALIASES,
     MULTI_KEYS,
     SENIORITY_WORDS,
     SKIP_KEY,
@@ -24,7 +24,7 @@ from hltm_resources.engines.vocabulary import (
     key_rank,
 )
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import clean_value, fold, sentences
+from hltm_resources.text import clean_value, fold, sentences, snake_key
 
 _REJECT_WORDS = re.compile(
     r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|"
@@ -252,8 +252,8 @@ def document_facets(doc: Document) -> list[RawFacet]:
         key = canonical_key(raw_key)
         if key in FEEDBACK_KEYS or SKIP_KEY.search(key):
             continue
-        if not structured and key not in ALIASES:
-            continue  # in prose, only well-known keys count
+        if not structured and snake_key(raw_key) not in KEY_ALIASES:
+            continue  # in prose, only a line led by a well-known key name counts
         found.append((key, str(raw_value), True))
     if not structured and not feedback:
         found.extend((k, v, False) for k, v in _prose_facets(doc))

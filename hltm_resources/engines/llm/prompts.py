@@ -15,7 +15,7 @@ from hltm_resources.engines.base import RetrievedContext
 from hltm_resources.models import Document, Memory, NodeInfo
 from hltm_resources.schema import TreeSchema
 
-PROMPT_VERSION = "p1"
+PROMPT_VERSION = "p2"
 
 FACETS_SYSTEM = """You are a helpful assistant specializing in extracting structured information \
 from the input text data. Only retain key information; no need to include all details (e.g., \
@@ -69,7 +69,9 @@ null}}]}}"""
 ANSWER_SYSTEM = """You are a helpful assistant that generates an answer from a provided context.
 Only use the context. Cite node ids exactly as they appear in the context ([node_id]). For a \
 question asking which projects match, cite every matching project node and only those; if none \
-in the context matches, say so and cite nothing.
+in the context matches, say so and cite nothing. Evidence passages are the documents' own \
+words: prefer them to derived facets where they disagree, and the newest statement to older \
+ones. Leaves listed as verified match every constraint of the question.
 
 Output Format: a JSON object of this schema:
 {"rationale": str, "answer": str, "citation": list[str]}"""
@@ -113,6 +115,14 @@ def render_context(context: RetrievedContext, schema: TreeSchema) -> str:
     lines.append("## Summaries")
     for item in context.summaries:
         lines.append(f"[{item.node_id}] {item.detailed or item.text}")
+    lines.append("## Evidence (passages of the documents, verbatim)")
+    for item in context.evidence:
+        date = f" ({item.date})" if item.date else ""
+        lines.append(f"[{item.node_id} | {', '.join(item.source_ids)}{date}] {item.text}")
+    if context.matches:
+        lines.append("## Leaves verified against every stated constraint (by facet or document)")
+        for m in context.matches:
+            lines.append(f"[{m.node_id}] {m.name}: " + ", ".join(m.how))
     return "\n".join(lines)
 
 
