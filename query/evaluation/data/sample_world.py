@@ -1201,36 +1201,27 @@ def _leakage_probes(
 ) -> list[dict]:
     """Probes for a title and a skill found only outside the scope (gold: none in scope)."""
     rows = []
-    foreign_titles = sorted(all_titles - {t.title for t in projects})
-    if foreign_titles:
-        title = rng.choice(foreign_titles)
-        template = phr.question("title")
+    foreign = {
+        "title": sorted(all_titles - {t.title for t in projects}),
+        "skill": sorted(all_skills - {s for t in projects for s in t.skills}),
+    }
+    for key, values in foreign.items():  # the rng draws a title, then a skill
+        if not values:
+            continue
+        value = rng.choice(values)
+        template = phr.question(key)
+        question = ph.fill(template, **{key: value})
         row = _query(
             scope,
             "retrieval",
-            ph.fill(template, title=title),
+            question,
             "None in scope.",
             [],
             [],
             ph.slot_form(template),
             probe=True,
         )
-        rows.append(phr.row(row, "probe_title"))
-    foreign_skills = sorted(all_skills - {s for t in projects for s in t.skills})
-    if foreign_skills:
-        skill = rng.choice(foreign_skills)
-        template = phr.question("skill")
-        row = _query(
-            scope,
-            "retrieval",
-            ph.fill(template, skill=skill),
-            "None in scope.",
-            [],
-            [],
-            ph.slot_form(template),
-            probe=True,
-        )
-        rows.append(phr.row(row, "probe_skill"))
+        rows.append(phr.row(row, f"probe_{key}"))
     return rows
 
 
