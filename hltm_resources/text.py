@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[a-z0-9]+(?:[+#][a-z0-9+#]*)?|[+#]+")
@@ -24,6 +25,7 @@ def collapse_ws(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+@lru_cache(maxsize=200_000)
 def fold(text: str) -> str:
     """Lowercase, strip accents and punctuation: the comparison form of a value."""
     text = unicodedata.normalize("NFKD", text)

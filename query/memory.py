@@ -225,7 +225,7 @@ class Memory:
 
     def catalog(self) -> dict[str, tuple[str, str, str, int]]:
         """node id -> (level, path, name, leaf count) of every built node."""
-        version = self.vectors.table("summaries").version
+        version = self.vectors.version("summaries")
         if self._catalog is None or self._catalog[0] != version:
             rows = self.vectors.scan(
                 "summaries", ["node_id", "level", "path", "name", "leaf_count"]
@@ -254,7 +254,7 @@ class Memory:
         then the rest of the tree's, so a constraint the scope does not hold is still read
         (and matches nothing); an alias's values join its key's (cached per scope and
         table version)."""
-        cache_key = (scope.node_id, where, self.vectors.table("facets").version)
+        cache_key = (scope.node_id, where, self.vectors.version("facets"))
         if cache_key in self._vocab:
             return self._vocab[cache_key]
         rows = self.retriever.rows("facets", where, scope.node_id)
@@ -286,7 +286,7 @@ class Memory:
     def _tree_vocabulary(self) -> tuple[dict[str, list[str]], dict[str, str]]:
         """Every facet value of the tree per key, and the keys that are aliases (cached per
         table version)."""
-        version = self.vectors.table("facets").version
+        version = self.vectors.version("facets")
         if self._tree_vocab is None or self._tree_vocab[0] != version:
             table = self.vectors.scan("facets", ["key", "value"])
             values: dict[str, set[str]] = {}
@@ -326,15 +326,14 @@ class Memory:
         if levels:
             where = f"{where} AND {level_filter(levels, self.settings.schema)}"
         vocab = self._vocabulary(resolved, where)
+        t_question = time.perf_counter()
+        qvec = self.embedder.embed([question])[0]
         t_parse = time.perf_counter()
-        parsed = self._with_target_by_meaning(
-            self.agents.parse_query(question, vocab), question, vocab
-        )
+        parsed = self._with_target_by_meaning(self.agents.parse_query(question, vocab), qvec, vocab)
         t_embed = time.perf_counter()
         micro = list(parsed.micro) or [MicroQuery("question", None)]
-        texts = [question] + [question if m.key == "question" else m.text for m in micro]
-        vecs = self.embedder.embed(texts)
-        qvec, micro_vecs = vecs[0], vecs[1:]
+        texts = [question if m.key == "question" else m.text for m in micro]
+        micro_vecs = self.embedder.embed(texts)
         t_search = time.perf_counter()
         retriever = self.retriever
         facets: list[NodeContext] = []
@@ -392,14 +391,14 @@ class Memory:
         timings = {
             "retrieval_ms": (t_end - t0) * 1000,
             "parse_ms": (t_embed - t_parse) * 1000,
-            "embed_ms": (t_search - t_embed) * 1000,
+            "embed_ms": (t_search - t_embed + t_parse - t_question) * 1000,
             "search_ms": (t_end - t_search) * 1000,
             "parse_llm_calls": usage1["llm_calls"] - usage0["llm_calls"],
         }
         return Retrieval(context, resolved, timings)
 
     def _with_target_by_meaning(
-        self, parsed: ParsedQuery, question: str, vocab: ScopeVocabulary
+        self, parsed: ParsedQuery, qvec: np.ndarray, vocab: ScopeVocabulary
     ) -> ParsedQuery:
         """What a summary question asks about, by meaning as well as by its words.
 
@@ -422,7 +421,6 @@ class Memory:
                     strict=True,
                 )
             )
-        qvec = self.embedder.embed([question])[0]
         named = set(parsed.target_keys)
         score = {k: float(self._key_vectors[k] @ qvec) + KEYWORD_BONUS * (k in named) for k in keys}
         key = max(score, key=lambda k: score[k])
@@ -452,7 +450,7 @@ class Memory:
         ):
             if schema.is_leaf(level):
                 values.setdefault(node, {}).setdefault(aliases.get(key, key), []).append(value)
-        cache_key = (scope.node_id, where, self.vectors.table("evidence").version)
+        cache_key = (scope.node_id, where, self.vectors.version("evidence"))
         if cache_key not in self._passages:
             if len(self._passages) > 64:
                 self._passages.clear()

@@ -173,7 +173,7 @@ class Retriever:
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
         """All rows of ``view`` in scope (cached per table version), or None when too many."""
-        version = self.vectors.table(view).version
+        version = self.vectors.version(view)
         key = (view, scope_key, where, version)
         with self._lock:
             if key in self._cache:

@@ -9,6 +9,7 @@ model is an error that names both.
 from __future__ import annotations
 
 import re
+import time
 import warnings
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -56,6 +57,7 @@ _PAYLOAD: dict[str, list[pa.Field]] = {
 #: Weight of a passage's context against the passage itself, in both searches of evidence.
 CONTEXT_BOOST = 0.5
 _WORDS = re.compile(r"\w+")
+VERSION_TTL_S = 1.0
 #: Tables with a second vector: the embedding of each row's ``context``.
 CONTEXT_VECTOR = {"evidence": "context_vector"}
 
@@ -185,6 +187,7 @@ class VectorStore:
         self._db = None
         self._tables: dict[str, object] = {}
         self._indexed: set[tuple[str, str]] = set()
+        self._versions: dict[str, tuple[int, float]] = {}
         #: Tables this store deleted rows from (their files still hold them until rewritten).
         self._deleted: set[str] = set()
 
@@ -196,6 +199,16 @@ class VectorStore:
                 str(self.path), read_consistency_interval=self.read_consistency
             )
         return self._db
+
+    def version(self, name: str) -> int:
+        """A table's current version; asked of LanceDB at most once per ``VERSION_TTL_S`` (a
+        reader built with ``read_consistency`` is that stale anyway)."""
+        now = time.monotonic()
+        seen = self._versions.get(name)
+        if seen is None or now - seen[1] > VERSION_TTL_S:
+            seen = (self.table(name).version, now)
+            self._versions[name] = seen
+        return seen[0]
 
     def exists(self, name: str) -> bool:
         return name in self.db.table_names()
