@@ -263,20 +263,6 @@ class Retriever:
             out.append(NodeContext(n, level_of[n], n, scores[n], 1, tuple(items), tuple(best[n])))
         return out
 
-    def facet_matching(
-        self, micro_vecs: np.ndarray, where: str, scope_key: str
-    ) -> tuple[dict[str, list[float]], dict[str, set[str]]] | None:
-        """For every node in scope: its best facet cosine per micro-query, and its facet keys
-        (None for a scope too large to hold in memory)."""
-        rows = self.rows("facets", where, scope_key)
-        if rows is None:
-            return None
-        _, best = facet_scores(micro_vecs, rows.vectors, rows.cols["node_id"], 1)
-        keys: dict[str, set[str]] = defaultdict(set)
-        for node, key in zip(rows.cols["node_id"], rows.cols["key"], strict=True):
-            keys[node].add(key)
-        return best, dict(keys)
-
     # -- QA and summaries ----------------------------------------------------------------
     def _top(
         self, view: str, qvec: np.ndarray, where: str, scope_key: str, k: int
