@@ -12,6 +12,7 @@ import pytest
 
 from hltm_resources.build.checks import check_level
 from hltm_resources.config import Settings
+from hltm_resources.engines.llm.prompts import PROMPT_VERSION
 from hltm_resources.stores import database
 from tests.conftest import write_jsonl
 
@@ -92,7 +93,8 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
             for node, sources in con.execute(f"SELECT node_id, source_ids FROM {table}").fetchall():
                 allowed = doc_ids if node.startswith("project:") else set(nodes)
                 assert set(sources) <= allowed, (table, node, sources)
-    assert set(nodes.values()) == {"openai:smollm2-135m:p1"}
+    engine = f"openai:smollm2-135m:{PROMPT_VERSION}"
+    assert set(nodes.values()) == {engine}
 
     # The Dagster materializations carry the calls and tokens of their partition range.
     import dagster as dg
@@ -104,7 +106,7 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
         meta = event.asset_materialization.metadata
     assert meta["llm_calls"].value + meta["cache_hits"].value >= 8
     assert meta["llm_calls"].value > 0 and meta["prompt_tokens"].value > 0
-    assert meta["engine"].value == "openai:smollm2-135m:p1"
+    assert meta["engine"].value == engine
 
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.
     answer = json.loads(
