@@ -61,31 +61,28 @@ def units(text: str) -> list[str]:
     return sentences(text)
 
 
-def _cut(unit: str, limit: int) -> list[str]:
-    """A unit longer than twice the limit, cut at word boundaries."""
-    if len(unit) <= 2 * limit:
-        return [unit]
-    out, words, current = [], unit.split(), ""
-    for word in words:
-        if current and len(current) + 1 + len(word) > limit:
+def _join(pieces: Iterable[str], limit: int) -> list[str]:
+    """Consecutive pieces joined with spaces into strings of about ``limit`` characters."""
+    out: list[str] = []
+    current = ""
+    for piece in pieces:
+        if current and len(current) + 1 + len(piece) > limit:
             out.append(current)
-            current = word
+            current = piece
         else:
-            current = f"{current} {word}" if current else word
+            current = f"{current} {piece}" if current else piece
     return out + ([current] if current else [])
 
 
 def pack(spans: Sequence[str], limit: int = PASSAGE_CHARS) -> list[str]:
-    """Consecutive spans joined into passages of about ``limit`` characters."""
-    out: list[str] = []
-    current = ""
-    for span in (piece for s in spans for piece in _cut(s, limit)):
-        if current and len(current) + 1 + len(span) > limit:
-            out.append(current)
-            current = span
-        else:
-            current = f"{current} {span}" if current else span
-    return out + ([current] if current else [])
+    """Consecutive spans joined into passages of about ``limit`` characters; a span longer
+    than twice the limit is first cut at word boundaries."""
+    pieces = (
+        piece
+        for span in spans
+        for piece in ([span] if len(span) <= 2 * limit else _join(span.split(), limit))
+    )
+    return _join(pieces, limit)
 
 
 def leaf_passages(docs: Sequence[Document]) -> tuple[Passage, ...]:

@@ -19,10 +19,9 @@ from hltm_resources.build.hints import load_active_hints
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
-from hltm_resources.models import NodeInfo
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
-from hltm_resources.stores.vectors import TABLES, VectorStore, vector_items
+from hltm_resources.stores.vectors import TABLES, VectorStore, embedded_texts
 
 
 @dataclass
@@ -131,10 +130,7 @@ def verify(settings: Settings) -> VerifyReport:
                 report.identical += 1
     texts = _vector_texts(settings)
     for node, memory in live.items():
-        expected = {
-            name: Counter(row["text"] for row in rows)
-            for name, rows in vector_items(NodeInfo(node, "", "", "", None, ""), memory).items()
-        }
+        expected = {name: Counter(texts) for name, texts in embedded_texts(memory).items()}
         bad = [t for t in TABLES if texts[t].get(node, Counter()) != expected[t]]
         if bad:
             report.vector_mismatches[node] = "vectors differ from rows in " + ", ".join(bad)

@@ -67,11 +67,21 @@ def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
     embedded (a facet as ``key: value``, a QA pair by its question, the summary by its
     sentence, a passage by itself and, as ``context_vector``, by its context)."""
     base = {"node_id": node.node_id, "level": node.level, "path": node.path}
+    payload = _payloads(memory)
+    payload["summaries"][0] |= {"name": node.name}
+    return {name: [base | row for row in rows] for name, rows in payload.items()}
+
+
+def embedded_texts(memory: Memory) -> dict[str, list[str]]:
+    """Per table, the texts a node's memory has vectors of (what ``verify`` compares)."""
+    return {name: [row["text"] for row in rows] for name, rows in _payloads(memory).items()}
+
+
+def _payloads(memory: Memory) -> dict[str, list[dict]]:
     summary = memory.summary
     return {
         "facets": [
-            base
-            | {
+            {
                 "text": f.text,
                 "key": f.key,
                 "value": f.value,
@@ -81,22 +91,19 @@ def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
             for f in memory.facets
         ],
         "qa": [
-            base | {"text": q.question, "answer": q.answer, "source_ids": list(q.source_ids)}
+            {"text": q.question, "answer": q.answer, "source_ids": list(q.source_ids)}
             for q in memory.qa
         ],
         "summaries": [
-            base
-            | {
+            {
                 "text": summary.concise,
                 "detailed": summary.detailed,
                 "source_ids": list(summary.source_ids),
-                "name": node.name,
                 "leaf_count": memory.leaf_count,
             }
         ],
         "evidence": [
-            base
-            | {
+            {
                 "text": p.text,
                 "context": p.context,
                 "passage_id": p.passage_id,
