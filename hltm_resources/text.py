@@ -72,6 +72,16 @@ def clean_value(value: str, max_len: int = 120) -> str:
     return value
 
 
+_LIST_SPLIT = re.compile(r"\s*(?:[,;|]|\s(?:and|or|&|/)\s)\s*", re.I)
+
+
+def split_list(value: str, max_words: int = 6) -> list[str]:
+    """Items of a list written as text (``a, b and c``; ``a; b``), each at most
+    ``max_words`` words (longer pieces are prose, not items)."""
+    parts = [clean_value(p) for p in _LIST_SPLIT.split(value)]
+    return [p for p in parts if p and len(p.split()) <= max_words]
+
+
 def join_human(items: Iterable[str], conj: str = "and") -> str:
     """``a, b and c``."""
     items = list(items)

@@ -24,13 +24,14 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from hltm_resources.engines.base import LeafMatch, MicroQuery, ParsedQuery
 from hltm_resources.engines.extractive.documents import is_feedback_kind
 from hltm_resources.engines.extractive.questions import MATCH_COSINE
 from hltm_resources.engines.vocabulary import CANDIDATE_KEYS, KEY_ORDER, MULTI_KEYS
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import fold
+from hltm_resources.text import fold, pluralize, split_list
 
 #: Words that negate what is near them ("n't" folds to "t").
 NEGATORS = frozenset("not no never without non nor neither cannot t".split())
@@ -89,7 +90,8 @@ def _near(a: str, b: str) -> bool:
     """Equal, or (for words of five letters or more) one edit apart, a swap counting as one."""
     if a == b:
         return True
-    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1:
+    la, lb = len(a), len(b)
+    if la < 5 or lb < 5 or la - lb > 1 or lb - la > 1:
         return False
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
@@ -109,8 +111,15 @@ def mentions(tokens: Sequence[str], value: str) -> list[tuple[int, int]]:
     out = set()
     for seq in variants(value):
         n = len(seq)
+        first, rest = seq[0], list(enumerate(seq[1:], 1))
         for start in range(len(tokens) - n + 1):
-            if all(_near(tokens[start + j], seq[j]) for j in range(n)):
+            t = tokens[start]
+            if t != first and not _near(t, first):
+                continue
+            for j, word in rest:
+                if not _near(tokens[start + j], word):
+                    break
+            else:
                 out.add((start, start + n))
     return sorted(out)
 
@@ -140,7 +149,7 @@ def states(passage: Passage, key: str, value: str) -> bool:
     tokens = passage.tokens
     if not any(not negated(tokens, s, e) for s, e in mentions(tokens, value)):
         return False
-    if is_feedback_kind(passage.kind) and key not in CANDIDATE_KEYS:
+    if is_feedback_kind(passage.kind) and about_role(key):
         return bool(REQUIREMENT_WORDS & set(tokens))
     return True
 
@@ -164,7 +173,7 @@ def evidence_source(
     stating = [p for p in passages if states(p, key, value)]
     if not stating:
         return None
-    if key in MULTI_KEYS:
+    if not one_valued(key):
         return stating[0].doc_id
     for about_role in (True, False):
         pool = [p for p in passages if is_feedback_kind(p.kind) != about_role]
@@ -185,6 +194,16 @@ class LeafFacts:
     best: list[float]
     values: dict[str, list[str]]
     passages: list[Passage]
+
+    @cached_property
+    def present(self) -> frozenset[str]:
+        """Every word of the leaf's evidence."""
+        return frozenset(t for p in self.passages for t in p.tokens)
+
+
+@lru_cache(maxsize=100_000)
+def _words(value: str) -> frozenset[str]:
+    return frozenset(fold(value).split())
 
 
 def verify(
@@ -211,7 +230,7 @@ def verify(
             ):
                 how.append("facet")
                 continue
-            if have and m.key not in MULTI_KEYS:
+            if have and one_valued(m.key):
                 break  # its facets state another value of a one-value key
             rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
             rivals = [r for r in rivals if not facet_states(r, m.value)]
@@ -231,48 +250,72 @@ def leaf_values(facts: LeafFacts, key: str, known: Sequence[str]) -> list[str]:
     of them for a multi-valued key; for a one-value key only when the facets have none and
     the evidence is unambiguous)."""
     have = facts.values.get(key, [])
-    if key in MULTI_KEYS:
-        out = [named for v in have if (named := _named(v, known))]
+    multi = not one_valued(key)
+    if multi:
+        out = [named for v in have for named in _named_all(v, known)]
     else:
         out = [best] if (best := _one_value(have, known)) else []
-    if out and key not in MULTI_KEYS:
+    if out and not multi:
         return out
-    present = {t for p in facts.passages for t in p.tokens}
+    present = facts.present
     found = []
     for w in known:
-        if w in out or not present & set(fold(w).split()):
+        if w in out or present.isdisjoint(_words(w)):
             continue
         rivals = (
             []
-            if key in MULTI_KEYS
+            if multi
             else [r for r in known if r != w and not facet_states(r, w) and not facet_states(w, r)]
         )
         if evidence_source(facts.passages, key, w, rivals):
             found.append(w)
-    if key not in MULTI_KEYS:
+    if not multi:
         found = [w for w in found if not any(facet_states(o, w) for o in found if o != w)]
         if len(found) > 1:
             found = []
     return list(dict.fromkeys(out + found))
 
 
-def _named(value: str, known: Sequence[str]) -> str | None:
-    """``value`` as ``known`` names it: itself, else the most specific value it states."""
+def _named_all(value: str, known: Sequence[str]) -> list[str]:
+    """``value`` as ``known`` names it: itself, else every known value it states that no
+    other one it states contains ("Go, AWS and Terraform" -> "Go", "AWS", "Terraform")."""
     exact = [w for w in known if fold(w) == fold(value)]
-    stated = sorted((w for w in known if facet_states(value, w)), key=len, reverse=True)
-    return (exact or stated or [None])[0]
+    if exact:
+        return exact[:1]
+    stated = [w for w in known if facet_states(value, w)]
+    return [w for w in stated if not any(o != w and facet_states(o, w) for o in stated)]
+
+
+def one_valued(key: str) -> bool:
+    """A key known to hold one value per leaf (a role has one location). Keys learned from
+    the data are not assumed to: their other values are never taken for rivals."""
+    return key in KEY_ORDER and key not in MULTI_KEYS
+
+
+def about_role(key: str) -> bool:
+    """A key known to describe the role (not a candidate): notes on candidates state it
+    only with requirement words. Keys learned from the data may be about either."""
+    return key in KEY_ORDER and key not in CANDIDATE_KEYS
 
 
 def _one_value(values: Sequence[str], known: Sequence[str]) -> str | None:
     """The known value most of a leaf's facet values agree on: one that each states, or is
-    the head or a part of (a city and a country name "City, Country"); the fullest wins."""
+    the head of ("Berlin" is "Berlin, Germany"), or that several of them name together
+    ("Berlin" and "Germany"); the fullest wins. A lone part that is not a head names only
+    itself: "Germany" alone does not say which German city."""
     if not values:
         return None
     support: dict[str, int] = defaultdict(int)
+    wider: set[str] = set()
     for w in known:
         for v in values:
-            if facet_states(v, w) or facet_states(w, v):
+            if facet_states(v, w):
                 support[w] += 1
+            elif facet_states(w, v):
+                support[w] += 1
+                if fold(w.split(",")[0]) != fold(v):
+                    wider.add(w)
+    support = {w: n for w, n in support.items() if n > 1 or w not in wider}
     if not support:
         return None
     rank = {w: i for i, w in enumerate(known)}  # the scope's most supported spelling first
@@ -290,48 +333,162 @@ def distribution(
     return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
 
 
-#: Share of a key's values that must state values of a canonical key for it to be an alias.
-ALIAS_OVERLAP = 0.5
+#: Share of a key's values that must state values of another key for it to be an alias.
+#: Exports in different accounts share only part of their values (each account hires in its
+#: own domains); 0.3 changed no answer on the dev worlds and joins list-valued keys that 0.5
+#: left apart (see BENCHMARKS.md, hiring).
+ALIAS_OVERLAP = 0.3
 
 
 def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
-    """Keys the data shows to be another name of a canonical key: their values are mostly
-    made of that key's values. An export's ``vacancyName`` holding "Senior Data Engineer" and
-    "Lead Biostatistician" is a ``title`` wherever titles are "Data Engineer" and
-    "Biostatistician"; a ``hiringCountry`` holding "Portugal" is part of a ``location``.
+    """Keys the data shows to be another name of a key, learned from the tree's own values.
 
-    A key's score against a canonical key is the mean, over its values, of the share of the
-    value's words that one of the canonical key's values covers; the best score wins."""
-    canonical = [k for k in KEY_ORDER if values.get(k)]
-    out = {}
-    for key, mine in values.items():
-        if key in KEY_ORDER or not mine:
-            continue
-        scores = {
-            other: sum(_coverage(v, values[other]) for v in mine) / len(mine) for other in canonical
-        }
-        best = max(scores, key=lambda k: (scores[k], -KEY_ORDER.index(k)), default=None)
-        if best is not None and scores[best] >= ALIAS_OVERLAP:
-            out[key] = best
+    - A key whose values are largely made of a canonical key's values is that key: an
+      export's ``vacancyName`` holding "Senior Data Engineer" and "Lead Biostatistician" is a
+      ``title`` wherever titles are "Data Engineer" and "Biostatistician"; a ``hiringCountry``
+      holding "Portugal" is part of a ``location``; ``toolkit`` holding "Go; AWS; Terraform"
+      is a ``skill`` wherever skills are "Go", "AWS" and "Terraform".
+    - A flattened path naming a canonical key is that key (``data_attributes_skill_tags``).
+    - Every key so recognized lends its values to the next round, until nothing changes: a
+      key whose values match a recognized alias's is recognized too.
+    - Keys no canonical key explains but whose values are the same (``grounds`` and
+      ``main_concern`` both holding "failed the technical assessment") are one key, named
+      after the member with most values (then the first by name).
+
+    A key's score against another is the mean, over its values, of the share of the value's
+    words the other's values cover; the best score at least ``ALIAS_OVERLAP`` wins (two
+    unexplained keys join when each one's score against the other reaches it). Computed once
+    per version of the facets table; quadratic in the number of distinct values."""
+    pool = {k: list(values[k]) for k in KEY_ORDER if values.get(k)}
+    pending = sorted(k for k, v in values.items() if k not in KEY_ORDER and v)
+    out: dict[str, str] = {}
+
+    def resolve(candidates: dict[str, list[str]]) -> bool:
+        found = {}
+        for key in (k for k in pending if k not in out):
+            best = _best_overlap(values[key], candidates)
+            if best is not None:
+                found[key] = best
+        for key, target in found.items():
+            out[key] = target
+            candidates.setdefault(target, []).extend(values[key])
+        return bool(found)
+
+    while resolve(pool):
+        pass
+    named = {k: c for k in pending if k not in out and (c := _named_in_path(k))}
+    for key, target in named.items():
+        out[key] = target
+        pool.setdefault(target, []).extend(values[key])
+    while named and resolve(pool):
+        pass
+    rest = [k for k in pending if k not in out]
+    for group in _overlap_groups(rest, values):
+        head = min(group, key=lambda k: (-len(values[k]), k))
+        out.update({k: head for k in group if k != head})
     return out
 
 
-def is_new_value(value: str, known: Sequence[str]) -> bool:
-    """A value none of ``known`` already says (as itself, a part, or a qualified form)."""
-    return _coverage(value, known) == 0.0 and not any(facet_states(w, value) for w in known)
+def _best_overlap(mine: Sequence[str], candidates: dict[str, list[str]]) -> str | None:
+    """The candidate key whose values cover ``mine`` best, if at least ``ALIAS_OVERLAP``."""
+    scores = {
+        other: sum(_coverage(v, theirs) for v in mine) / len(mine)
+        for other, theirs in candidates.items()
+    }
+    order = {k: i for i, k in enumerate(KEY_ORDER)}
+    best = max(scores, key=lambda k: (scores[k], -order.get(k, len(order))), default=None)
+    return best if best is not None and scores[best] >= ALIAS_OVERLAP else None
+
+
+def _named_in_path(key: str) -> str | None:
+    """The canonical key a flattened path names among its parts (``data_skill_tags`` ->
+    ``skill``), if exactly one."""
+    parts = key.split("_")
+    found = set()
+    for canonical in KEY_ORDER:
+        words = canonical.split("_")
+        names = [words] + ([[pluralize(words[0])]] if len(words) == 1 else [])
+        size = len(words)
+        windows = [parts[i : i + size] for i in range(len(parts) - size + 1)]
+        if any(name in windows for name in names):
+            found.add(canonical)
+    return found.pop() if len(found) == 1 else None
+
+
+def _overlap_groups(keys: Sequence[str], values: dict[str, list[str]]) -> list[list[str]]:
+    """Keys joined when each one's values cover the other's (transitively)."""
+    parent = {k: k for k in keys}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            if root(a) == root(b):
+                continue
+            ab = sum(_coverage(v, values[b]) for v in values[a]) / len(values[a])
+            ba = sum(_coverage(v, values[a]) for v in values[b]) / len(values[b])
+            if min(ab, ba) >= ALIAS_OVERLAP:
+                parent[root(b)] = root(a)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for k in keys:
+        groups[root(k)].append(k)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def list_items(key: str, value: str) -> list[str]:
+    """The items of a value written as a list, for a key known to hold several values
+    ("Go, AWS and Terraform" as a ``skill``); the value itself otherwise."""
+    if key in MULTI_KEYS:
+        items = split_list(value)
+        if len(items) >= 2:
+            return items
+    return [value]
+
+
+def one_spelling(values: Sequence[str]) -> list[str]:
+    """``values`` (most supported first) without later misspellings of earlier ones
+    ("Google Analtics" after "Google Analytics": same words, one edit apart)."""
+    kept: list[str] = []
+    shapes: dict[int, list[tuple[int, str]]] = defaultdict(list)  # words -> (length, value)
+    for v in values:
+        folded = fold(v)
+        alike = shapes[len(folded.split())]
+        if any(abs(n - len(folded)) <= 1 and facet_states(v, w) for n, w in alike):
+            continue
+        alike.append((len(folded), v))
+        kept.append(v)
+    return kept
+
+
+def is_new_value(value: str, known: Sequence[str], key: str = "") -> bool:
+    """A value that is not a qualified form or a list of ``known`` values ("Senior Data
+    Engineer" where "Data Engineer" is known; "Go, AWS and Terraform"), except, for a
+    one-value key, the fuller name of two or more known parts ("Toronto, Canada" where
+    "Toronto" and "Canada" are known: a question naming both means that one place)."""
+    folded = fold(value)
+    if any(fold(w) == folded for w in known):
+        return False
+    parts = [w for w in known if facet_states(value, w)]
+    return not parts or (one_valued(key) and len(parts) >= 2)
 
 
 def _coverage(value: str, known: Sequence[str]) -> float:
-    """The largest share of ``value``'s words one of ``known`` covers (all of them when the
-    value is part of a known value)."""
-    words = len(fold(value).split()) or 1
-    best = 0.0
+    """The share of ``value``'s words that known values it states cover together (all of
+    them when the value is part of a known value): "Go, AWS and Terraform" is covered
+    three words in four by "Go", "AWS" and "Terraform"."""
+    words = fold(value).split()
+    if not words:
+        return 0.0
+    covered: set[str] = set()
     for w in known:
         if facet_states(w, value):
             return 1.0
         if facet_states(value, w):
-            best = max(best, len(fold(w).split()) / words)
-    return best
+            covered.update(fold(w).split())
+    return sum(1 for word in words if word in covered) / len(words)
 
 
 def group_passages(rows: dict[str, list]) -> dict[str, list[Passage]]:

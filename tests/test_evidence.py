@@ -5,11 +5,15 @@ table knows, a negation, a paraphrased question, a knowledge update."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hltm_resources.build.evidence import leaf_passages, natural_key, pack, units
+from hltm_resources.build.indexer import context_vectors
 from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
+from hltm_resources.engines.base import ScopeVocabulary
+from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.models import Document
 from hltm_resources.stores import database
 from query import Memory
@@ -40,6 +44,15 @@ def test_documents_become_passages_in_turn_order_with_their_context():
         middle.context == "Speaker: turn number 1. Speaker: turn number 2. Speaker: turn number 10."
     )
     assert natural_key("D1:2") < natural_key("D1:10")
+
+
+def test_a_context_vector_joins_a_passage_with_its_neighbours_in_the_same_leaf():
+    vectors = np.eye(3, dtype=np.float32)
+    ctx = context_vectors(vectors, ["a", "a", "b"])
+    assert np.allclose(np.linalg.norm(ctx, axis=1), 1.0)
+    assert ctx[0, 1] > 0 and ctx[1, 0] > 0  # neighbours in leaf a
+    assert ctx[1, 2] == 0 and ctx[2, 1] == 0  # never across leaves
+    assert ctx[1, 1] > ctx[1, 0]  # a passage weighs more than a neighbour
 
 
 def test_exports_are_cut_into_key_value_lines_and_prose_into_sentences():
@@ -104,6 +117,54 @@ def test_export_keys_no_alias_table_knows_are_recognized_by_their_values():
         "owner_name": ["Ana Silva", "Jonas Berg"],
     }
     assert value_aliases(values) == {"vacancy_name": "title", "hiring_country": "location"}
+
+
+def test_an_export_key_listing_values_is_recognized_by_its_items():
+    values = {"skill": ["Go", "AWS", "Python"], "toolkit": ["Go; AWS; Terraform", "Python, SQL"]}
+    assert value_aliases(values) == {"toolkit": "skill"}
+    listed = LeafFacts([], {"skill": ["Go; AWS; Terraform"]}, [])
+    assert leaf_values(listed, "skill", ["Go", "AWS", "Terraform"]) == ["Go", "AWS", "Terraform"]
+
+
+def test_a_flattened_path_naming_a_canonical_key_is_that_key():
+    values = {"data_attributes_skill_tags": ["Excel"], "data_attributes_headline": ["Buyer"]}
+    assert value_aliases(values) == {"data_attributes_skill_tags": "skill"}
+
+
+def test_unknown_keys_holding_the_same_values_are_one_key():
+    values = {
+        "grounds": ["failed the technical assessment", "accepted a competing offer"],
+        "main_concern": ["failed the technical assessment", "notice period too long"],
+        "owner": ["Ana Silva", "Jonas Berg"],
+    }
+    assert value_aliases(values) == {"main_concern": "grounds"}
+
+
+def test_a_country_alone_does_not_name_a_city():
+    country = LeafFacts([], {"location": ["Germany"]}, [])
+    assert leaf_values(country, "location", ["Berlin, Germany", "Germany"]) == ["Germany"]
+
+
+def test_a_city_and_its_country_in_a_question_narrow_one_constraint():
+    vocab = ScopeVocabulary({"location": ["Toronto", "Canada", "Toronto, Canada", "Lisbon"]})
+    parsed = parse_question("Backend Engineer searches in Toronto, Canada?", vocab)
+    assert parsed.kind == "retrieval"
+    assert [m.value for m in parsed.micro if m.key == "location"] == ["Toronto, Canada"]
+    listed = parse_question("Are they in Toronto or Lisbon?", vocab)
+    assert listed.target_keys == ("location",)
+
+
+def test_a_name_no_facet_holds_becomes_a_constraint_checked_in_the_evidence():
+    vocab = ScopeVocabulary({"title": ["Data Engineer"], "skill": ["Go"]})
+    parsed = parse_question("Which of my searches need User Research?", vocab)
+    assert [(m.key, m.value) for m in parsed.micro if m.value] == [("mention", "User Research")]
+    placed = parse_question("Which Data Engineer searches are in Tallinn?", vocab)
+    assert ("location", "Tallinn") in [(m.key, m.value) for m in placed.micro]
+    # The capital of a question's first word is not a name; a value that names the leaves
+    # themselves (an export's ``type: jobs``) is not a constraint.
+    typed = ScopeVocabulary({"title": ["Data Engineer"], "data_type": ["jobs"]})
+    parsed = parse_question("Pull up the Data Engineer jobs.", typed)
+    assert [(m.key, m.value) for m in parsed.micro if m.value] == [("title", "Data Engineer")]
 
 
 def test_a_leaf_counts_a_value_its_facets_missed_but_its_evidence_states():
@@ -176,6 +237,7 @@ def snapshot(directory: Path) -> Path:
             '"Berlin, Germany", "required_skills": ["SQL"]}',
         ),
         ("p4", "brief", "brief", "This role is not remote: three days a week in the office."),
+        ("p4", "debrief", "feedback", "After the debrief the team wants Kubernetes as well."),
         # p5: a knowledge update, the location moved from Dublin to Lisbon.
         (
             "p5",
@@ -230,6 +292,10 @@ def test_a_location_under_an_unknown_export_key_is_found(memory):
         "project:p2",
         "project:p3",
     ]
+
+
+def test_a_value_only_a_note_states_and_no_facet_holds_is_found(memory):
+    assert cited(memory, "Which of my searches need Kubernetes?") == ["project:p4"]
 
 
 def test_a_negated_value_is_not_a_match(memory):

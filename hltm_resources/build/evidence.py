@@ -5,8 +5,9 @@ stated in a way it did not recognize would otherwise be unreachable. Passages ar
 same way whatever the engine: documents in natural id order (``D1:2`` before ``D1:10``), each
 cut into units (a conversation turn, a sentence, a ``key: value`` line) packed into passages
 of about :data:`PASSAGE_CHARS`. Each passage also carries its context (itself with the passage
-before and after it in the leaf), which is embedded and indexed beside it: a turn that says
-"yes, that one" is found by what the turns around it say.
+before and after it in the leaf), full-text indexed beside it and searched by meaning through
+a context vector made of the neighbouring passages' vectors: a turn that says "yes, that one"
+is found by what the turns around it say.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hltm_resources.models import Document, Passage
 from hltm_resources.text import collapse_ws, sentences
 
 #: Bump when passages are cut differently: it is part of every leaf's input hash.
-EVIDENCE_VERSION = 1
+EVIDENCE_VERSION = 2
 PASSAGE_CHARS = 320
 #: How much of each neighbour a passage's context carries.
 NEIGHBOUR_CHARS = 300

@@ -322,20 +322,18 @@ class Indexer:
             for name, items_of_view in vector_items(node, memory).items():
                 rows[name] += items_of_view
         texts = [r["text"] for name in TABLES for r in rows[name]]
-        contexts = [r["context"] for name in CONTEXT_VECTOR for r in rows[name]]
-        vectors = self._embed_cached(texts + contexts)
+        vectors = self._embed_cached(texts)
         out: dict[str, pa.Table] = {}
-        offset, ctx_offset = 0, len(texts)
+        offset = 0
         for name in TABLES:
             n = len(rows[name])
             data = {c: [r[c] for r in rows[name]] for c in rows[name][0]} if n else {}
-            data["vector"] = self._vector_array(vectors[offset : offset + n])
+            mine = vectors[offset : offset + n]
+            data["vector"] = self._vector_array(mine)
             offset += n
             if name in CONTEXT_VECTOR:
-                data[CONTEXT_VECTOR[name]] = self._vector_array(
-                    vectors[ctx_offset : ctx_offset + n]
-                )
-                ctx_offset += n
+                nodes = [r["node_id"] for r in rows[name]]
+                data[CONTEXT_VECTOR[name]] = self._vector_array(context_vectors(mine, nodes))
             schema = self.vectors_schema(name)
             if not n:
                 out[name] = schema.empty_table()
@@ -373,6 +371,25 @@ class Indexer:
         self.vectors.delete_nodes(ids)
         with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
             erase_rows(con, ids)
+
+
+#: How much each neighbouring passage weighs in a passage's context vector (itself: 1).
+NEIGHBOUR_WEIGHT = 0.5
+
+
+def context_vectors(vectors: np.ndarray, nodes: Sequence[str]) -> np.ndarray:
+    """Each passage's context vector: its own vector plus its neighbours' in the same leaf
+    (rows in passage order), at ``NEIGHBOUR_WEIGHT``, normalized. The context is thereby
+    searched by meaning without embedding its text again (a context is three passages long:
+    embedding it cost three times the passages themselves)."""
+    out = vectors.astype(np.float32, copy=True)
+    for i in range(len(nodes)):
+        if i > 0 and nodes[i - 1] == nodes[i]:
+            out[i] += NEIGHBOUR_WEIGHT * vectors[i - 1]
+        if i + 1 < len(nodes) and nodes[i + 1] == nodes[i]:
+            out[i] += NEIGHBOUR_WEIGHT * vectors[i + 1]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1.0, norms)
 
 
 def _resolve(topo: Topology, level: str, raw_ids: Sequence[str]) -> list[NodeInfo]:

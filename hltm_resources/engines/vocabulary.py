@@ -124,15 +124,32 @@ WORKPLACE_WORDS = {
     "in the office": "on-site",
     "office based": "on-site",
 }
-#: What each canonical key is about, in a sentence: a question that names none of a key's
-#: words is matched to the key by meaning ("what are the top reasons we turn people down?").
-KEY_DESCRIPTIONS = {
-    "title": "which roles or job titles are hired for",
-    "location": "where the jobs are located, in which cities",
-    "workplace_type": "whether the roles are remote, hybrid or on-site in the office",
-    "skill": "which skills, tools or technologies the openings require",
-    "rejection_reason": "why candidates were rejected, turned down or declined",
-    "seniority": "what seniority or experience level the roles are",
+#: What each canonical key is about, in a few sentences as people ask about it: a question
+#: that names none of a key's words is matched to the key by meaning ("what are the top
+#: reasons we turn people down?"); the closest sentence counts.
+KEY_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
+    "title": ("which roles or job titles are hired for",),
+    "location": (
+        "where the jobs are located, in which cities",
+        "which offices, cities or countries the openings are based in",
+    ),
+    "workplace_type": (
+        "whether the roles are remote, hybrid or on-site in the office",
+        "whether people work from home, from the office or a mix of both",
+        "the work arrangement or office attendance policy of the jobs",
+    ),
+    "skill": (
+        "which skills, tools or technologies the openings require",
+        "what expertise, qualifications or tech stack candidates need",
+    ),
+    "rejection_reason": (
+        "why candidates were rejected, turned down or declined",
+        "the reasons applicants did not move forward or were not hired",
+    ),
+    "seniority": (
+        "what seniority or experience level the roles are",
+        "whether the openings are junior, mid-level, senior or lead",
+    ),
 }
 
 

@@ -65,7 +65,8 @@ CONTEXT_VECTOR = {"evidence": "context_vector"}
 def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
     """Per table, the rows a node's memory becomes (without vectors): ``text`` is what gets
     embedded (a facet as ``key: value``, a QA pair by its question, the summary by its
-    sentence, a passage by itself and, as ``context_vector``, by its context)."""
+    sentence, a passage by itself; a passage's ``context_vector`` is its vector with its
+    neighbours', see :func:`hltm_resources.build.indexer.context_vectors`)."""
     base = {"node_id": node.node_id, "level": node.level, "path": node.path}
     payload = _payloads(memory)
     payload["summaries"][0] |= {"name": node.name}

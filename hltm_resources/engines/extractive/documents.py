@@ -24,7 +24,7 @@ from hltm_resources.engines.vocabulary import (
     key_rank,
 )
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import clean_value, fold, sentences, snake_key
+from hltm_resources.text import clean_value, fold, sentences, snake_key, split_list
 
 _REJECT_WORDS = re.compile(
     r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|"
@@ -82,7 +82,6 @@ _SKILLS_IN_PROSE = re.compile(
 #: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
 _NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
 _KV_LINE = re.compile(r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
-_LIST_SPLIT = re.compile(r"\s*(?:[,;|]|\s(?:and|or|&|/)\s)\s*", re.I)
 _LOCATION_STOP = {"Office", "Team", "Hub", "Campus", "The", "Our", "We", "This"}
 
 
@@ -114,9 +113,9 @@ _ITEM = "\x00"
 
 
 def _flatten_json(obj: object, prefix: str = "", item: bool = False) -> Iterable[tuple[str, str]]:
-    if isinstance(obj, dict):
+    if isinstance(obj, dict):  # an object in an array: each of its fields is a list item
         for key, value in obj.items():
-            yield from _flatten_json(value, f"{prefix}_{key}" if prefix else str(key))
+            yield from _flatten_json(value, f"{prefix}_{key}" if prefix else str(key), item)
     elif isinstance(obj, list):
         for element in obj:
             yield from _flatten_json(element, prefix, item=True)
@@ -132,8 +131,7 @@ def _split_multi(value: str) -> list[str]:
     """Items of a list written as text (``a, b and c``); JSON array items stay whole."""
     if value.startswith(_ITEM):
         return [clean_value(value[1:])]
-    parts = [clean_value(p) for p in _LIST_SPLIT.split(value)]
-    return [p for p in parts if p and len(p.split()) <= 6]
+    return split_list(value)
 
 
 def is_feedback_kind(kind: str) -> bool:

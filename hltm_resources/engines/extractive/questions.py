@@ -172,16 +172,72 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     kind = _kind(question, vocabulary, micro)
     listed: set[str] = set()
     if kind == "summary":
-        micro, listed = _without_listed_options(micro)
+        micro, listed = _without_listed_options(micro, vocabulary)
     valued_keys = {m.key for m in micro}
     targets = _asked_targets(question, vocabulary, listed)
     unvalued = [k for k in targets if k not in valued_keys]
+    if kind == "retrieval":
+        named = _named_spans(question, micro, vocabulary)
+        asked = unvalued[0] if len(unvalued) == 1 and len(named) == 1 else MENTION_KEY
+        opened = [MicroQuery(_slot_key(question, span) or asked, span) for span in named]
+        micro += opened
+        valued_keys |= {m.key for m in opened}
+        unvalued = [k for k in unvalued if k not in valued_keys]
     # A summary question names what it wants; valued keys are its filters.
     targets = unvalued if kind == "retrieval" else unvalued or targets
     if kind == "summary":
         micro += [MicroQuery(key, None) for key in targets if key not in valued_keys]
     unmatched = _unmatched_constraints(question, kind, micro, valued_keys)
     return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
+
+
+#: The key of a value a retrieval question names that no facet of the scope holds: it is
+#: verified in the leaves' evidence only ("Which reqs list User Research as a requirement?").
+MENTION_KEY = "mention"
+#: Words by which questions name the leaves themselves; a facet value that is one of them
+#: (a JSON:API export's ``type: jobs``) is never a constraint.
+_LEAF_NOUNS = frozenset(
+    "search project opening requisition req job position posting vacancy role".split()
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)[\"'(]*$")
+#: A name in a question: capitalized words (or acronyms, or words with digits) in a row.
+_WORD = r"(?:[A-Z][\w+#.'-]*|[\w+#.-]*\d[\w+#.-]*)"
+_NAME = re.compile(rf"(?<![\w.]){_WORD}(?:\s+{_WORD})*")
+
+
+def _slot_key(question: str, span: str) -> str | None:
+    """The key whose slot pattern ("in <place>", "for <title> roles") holds ``span``."""
+    for key, pattern in _SLOTS:
+        m = pattern.search(question)
+        if m and span in m.group(1):
+            return key
+    return None
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def _named_spans(question: str, micro: list[MicroQuery], vocabulary: ScopeVocabulary) -> list[str]:
+    """Names a question states that none of its valued micro-queries, key labels or
+    question words account for: values the scope's facets do not hold, which only the
+    evidence can confirm."""
+    covered = " ".join(_singular(w) for m in micro if m.value for w in fold(m.value).split())
+    labels = {fold(humanize_key(k)) for k in vocabulary.values} | {
+        fold(key_label(k)) for k in vocabulary.values
+    }
+    out = []
+    for m in _NAME.finditer(question):
+        text = m.group(0)
+        if _SENTENCE_START.search(question[: m.start()]):  # capitalized as the first word
+            text = text.split(maxsplit=1)[1] if " " in text else ""
+        words = [w for w in fold(text).split() if w not in STOPWORDS]
+        span = " ".join(words)
+        known = covered.split()
+        if len(span) < 2 or span in labels or all(_singular(w) in known for w in words):
+            continue
+        out.append(" ".join(text.split()[-len(words) :]).rstrip(".,;:!?'"))
+    return out
 
 
 def _kind(question: str, vocabulary: ScopeVocabulary, micro: list[MicroQuery]) -> str:
@@ -197,7 +253,7 @@ def _kind(question: str, vocabulary: ScopeVocabulary, micro: list[MicroQuery]) -
         for k in asked_keys(question, {*vocabulary.values, "title", "location"})
         if k not in valued
     ]
-    return "summary" if others or len(valued) < len(micro) else "retrieval"
+    return "summary" if others or _listed_keys(micro, vocabulary) else "retrieval"
 
 
 _PLACE_WORDS = re.compile(r"\b(located|locations?|based|cit(?:y|ies)|offices?)\b", re.I)
@@ -214,6 +270,8 @@ def _stated_values(
         if key in vocabulary.count_keys:
             continue
         for value in values:
+            if _singular(fold(value)) in _LEAF_NOUNS:
+                continue  # "jobs" names what the question asks for, not a constraint
             score = _value_matches(value, q_tokens, q_folded)
             if score:
                 matched[key].append((score, value))
@@ -244,11 +302,42 @@ def _value_micro_queries(matched: dict[str, list[tuple[float, str]]]) -> list[Mi
     return micro
 
 
-def _without_listed_options(micro: list[MicroQuery]) -> tuple[list[MicroQuery], set[str]]:
-    """The micro-queries minus keys stated twice or more, and those (listed-option) keys."""
-    # "remote, hybrid or on-site?" lists the options of one key: that key is the target.
-    listed = {k for k, n in Counter(m.key for m in micro).items() if n >= 2}
+def _without_listed_options(
+    micro: list[MicroQuery], vocabulary: ScopeVocabulary
+) -> tuple[list[MicroQuery], set[str]]:
+    """The micro-queries minus listed-option keys (:func:`_listed_keys`), and those keys."""
+    listed = _listed_keys(micro, vocabulary)
     return [m for m in micro if m.key not in listed], listed
+
+
+def _listed_keys(micro: list[MicroQuery], vocabulary: ScopeVocabulary) -> set[str]:
+    """Keys stated twice or more as alternatives: "remote, hybrid or on-site?" lists the
+    options of one key, which is the target. Values one known value states together
+    ("Toronto" and "Canada" in "Toronto, Canada") are not alternatives: they narrow the same
+    constraint."""
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for m in micro:
+        by_key[m.key].append(m.value or "")
+    return {
+        key
+        for key, stated in by_key.items()
+        if len(stated) >= 2 and not _together(stated, vocabulary.values.get(key, ()))
+    }
+
+
+def _together(stated: list[str], known) -> bool:
+    """Some known value contains every one of ``stated`` (as words)."""
+    wanted = [fold(v).split() for v in stated]
+    for w in known:
+        words = fold(w).split()
+        if all(_contains(words, seq) for seq in wanted):
+            return True
+    return False
+
+
+def _contains(words: list[str], seq: list[str]) -> bool:
+    n = len(seq)
+    return any(words[i : i + n] == seq for i in range(len(words) - n + 1))
 
 
 def _asked_targets(question: str, vocabulary: ScopeVocabulary, listed: set[str]) -> list[str]:
