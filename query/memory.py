@@ -26,12 +26,13 @@ from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS, canonical_value
 from hltm_resources.errors import ScopeError
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
-from hltm_resources.text import humanize_key
+from hltm_resources.text import fold, humanize_key
 from query.retrieval import Retriever, facet_scores
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
     LeafFacts,
     Passage,
+    ValueIndex,
     constraints,
     distribution,
     group_passages,
@@ -288,12 +289,15 @@ class Memory:
                 for v in values.pop(a, [])
                 for item in list_items(key, v)
             ]
-            offered = list(dict.fromkeys(v for v in offered if v not in have))
-            have += [
-                v
-                for i, v in enumerate(offered)
-                if is_new_value(v, have + offered[:i] + offered[i + 1 :], key)
-            ]
+            seen = {fold(v) for v in have}
+            fresh = []
+            for v in offered:
+                if fold(v) not in seen:
+                    seen.add(fold(v))
+                    fresh.append(v)
+            offered = fresh
+            known = ValueIndex(have + offered)
+            have += [v for v in offered if is_new_value(v, known, key)]
         values = {k: one_spelling(v) for k, v in values.items()}
         vocab = ScopeVocabulary(values, (self.settings.schema.leaf_count_key,), aliases)
         if len(self._vocab) > 256:

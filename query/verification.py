@@ -358,12 +358,13 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
     A key's score against another is the mean, over its values, of the share of the value's
     words the other's values cover; the best score at least ``ALIAS_OVERLAP`` wins (two
     unexplained keys join when each one's score against the other reaches it). Computed once
-    per version of the facets table; quadratic in the number of distinct values."""
-    pool = {k: list(values[k]) for k in KEY_ORDER if values.get(k)}
+    per version of the facets table, with word indexes (:class:`ValueIndex`): linear in the
+    number of distinct values."""
+    pool = {k: ValueIndex(values[k]) for k in KEY_ORDER if values.get(k)}
     pending = sorted(k for k, v in values.items() if k not in KEY_ORDER and v)
     out: dict[str, str] = {}
 
-    def resolve(candidates: dict[str, list[str]]) -> bool:
+    def resolve(candidates: dict[str, ValueIndex]) -> bool:
         found = {}
         for key in (k for k in pending if k not in out):
             best = _best_overlap(values[key], candidates)
@@ -371,7 +372,7 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
                 found[key] = best
         for key, target in found.items():
             out[key] = target
-            candidates.setdefault(target, []).extend(values[key])
+            candidates.setdefault(target, ValueIndex(())).add(values[key])
         return bool(found)
 
     while resolve(pool):
@@ -379,7 +380,7 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
     named = {k: c for k in pending if k not in out and (c := _named_in_path(k))}
     for key, target in named.items():
         out[key] = target
-        pool.setdefault(target, []).extend(values[key])
+        pool.setdefault(target, ValueIndex(())).add(values[key])
     while named and resolve(pool):
         pass
     rest = [k for k in pending if k not in out]
@@ -389,10 +390,10 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
     return out
 
 
-def _best_overlap(mine: Sequence[str], candidates: dict[str, list[str]]) -> str | None:
+def _best_overlap(mine: Sequence[str], candidates: dict[str, ValueIndex]) -> str | None:
     """The candidate key whose values cover ``mine`` best, if at least ``ALIAS_OVERLAP``."""
     scores = {
-        other: sum(_coverage(v, theirs) for v in mine) / len(mine)
+        other: sum(theirs.coverage(v) for v in mine) / len(mine)
         for other, theirs in candidates.items()
     }
     order = {k: i for i, k in enumerate(KEY_ORDER)}
@@ -418,20 +419,26 @@ def _named_in_path(key: str) -> str | None:
 def _overlap_groups(keys: Sequence[str], values: dict[str, list[str]]) -> list[list[str]]:
     """Keys joined when each one's values cover the other's (transitively)."""
     parent = {k: k for k in keys}
+    index = {k: ValueIndex(values[k]) for k in keys}
 
     def root(k: str) -> str:
         while parent[k] != k:
             k = parent[k]
         return k
 
-    for i, a in enumerate(keys):
-        for b in keys[i + 1 :]:
-            if root(a) == root(b):
-                continue
-            ab = sum(_coverage(v, values[b]) for v in values[a]) / len(values[a])
-            ba = sum(_coverage(v, values[a]) for v in values[b]) / len(values[b])
-            if min(ab, ba) >= ALIAS_OVERLAP:
-                parent[root(b)] = root(a)
+    # Only keys sharing a value can cover each other's values that much: the candidates.
+    holders: dict[str, list[str]] = defaultdict(list)
+    for k in keys:
+        for v in set(map(fold, values[k])):
+            holders[v].append(k)
+    pairs = sorted({(a, b) for ks in holders.values() for a in ks for b in ks if a < b})
+    for a, b in pairs:
+        if root(a) == root(b):
+            continue
+        ab = sum(index[b].coverage(v) for v in values[a]) / len(values[a])
+        ba = sum(index[a].coverage(v) for v in values[b]) / len(values[b])
+        if min(ab, ba) >= ALIAS_OVERLAP:
+            parent[root(b)] = root(a)
     groups: dict[str, list[str]] = defaultdict(list)
     for k in keys:
         groups[root(k)].append(k)
@@ -452,43 +459,81 @@ def one_spelling(values: Sequence[str]) -> list[str]:
     """``values`` (most supported first) without later misspellings of earlier ones
     ("Google Analtics" after "Google Analytics": same words, one edit apart)."""
     kept: list[str] = []
-    shapes: dict[int, list[tuple[int, str]]] = defaultdict(list)  # words -> (length, value)
+    # One edit leaves the first or the last three letters as they were: compare only values
+    # of as many words sharing one of them.
+    blocks: dict[tuple, list[tuple[int, str]]] = defaultdict(list)
     for v in values:
         folded = fold(v)
-        alike = shapes[len(folded.split())]
-        if any(abs(n - len(folded)) <= 1 and facet_states(v, w) for n, w in alike):
+        n = len(folded.split())
+        mine = [(n, "<", folded[:3]), (n, ">", folded[-3:])]
+        alike = [w for b in mine for w in blocks[b]]
+        if any(abs(size - len(folded)) <= 1 and facet_states(v, w) for size, w in alike):
             continue
-        alike.append((len(folded), v))
+        for b in mine:
+            blocks[b].append((len(folded), v))
         kept.append(v)
     return kept
 
 
-def is_new_value(value: str, known: Sequence[str], key: str = "") -> bool:
+def is_new_value(value: str, known: ValueIndex, key: str = "") -> bool:
     """A value that is not a qualified form or a list of ``known`` values ("Senior Data
     Engineer" where "Data Engineer" is known; "Go, AWS and Terraform"), except, for a
     one-value key, the fuller name of two or more known parts ("Toronto, Canada" where
     "Toronto" and "Canada" are known: a question naming both means that one place)."""
-    folded = fold(value)
-    if any(fold(w) == folded for w in known):
-        return False
-    parts = [w for w in known if facet_states(value, w)]
+    parts = known.parts(value)
     return not parts or (one_valued(key) and len(parts) >= 2)
 
 
-def _coverage(value: str, known: Sequence[str]) -> float:
-    """The share of ``value``'s words that known values it states cover together (all of
-    them when the value is part of a known value): "Go, AWS and Terraform" is covered
-    three words in four by "Go", "AWS" and "Terraform"."""
-    words = fold(value).split()
-    if not words:
-        return 0.0
-    covered: set[str] = set()
-    for w in known:
-        if facet_states(w, value):
+class ValueIndex:
+    """The values of a key indexed by their words, for :meth:`coverage` (exact words: a
+    misspelled value counts as its words alone)."""
+
+    def __init__(self, values: Sequence[str]):
+        self.starts: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        self.spans: set[tuple[str, ...]] = set()  # every run of words of every value
+        self.full: set[tuple[str, ...]] = set()
+        self.add(values)
+
+    def add(self, values: Sequence[str]) -> None:
+        for value in values:
+            for seq in variants(value):
+                self.starts[seq[0]].add(tuple(seq))
+            words = tuple(fold(value).split())
+            self.full.add(words)
+            for i in range(len(words)):
+                for j in range(i + 1, min(len(words), i + MAX_SPAN) + 1):
+                    self.spans.add(words[i:j])
+
+    def parts(self, value: str) -> set[tuple[str, ...]]:
+        """The indexed values ``value`` states, other than itself."""
+        words = fold(value).split()
+        own = tuple(words)
+        found = set()
+        for i, word in enumerate(words):
+            for seq in self.starts.get(word, ()):
+                if seq in self.full and seq != own and tuple(words[i : i + len(seq)]) == seq:
+                    found.add(seq)
+        return found
+
+    def coverage(self, value: str) -> float:
+        """The share of ``value``'s words the indexed values it states cover together; 1
+        when the value (or its head before a comma) is part of an indexed value: "Go, AWS
+        and Terraform" is covered three words in four by "Go", "AWS" and "Terraform"."""
+        words = fold(value).split()
+        if not words:
+            return 0.0
+        if any(tuple(seq) in self.spans for seq in variants(value)):
             return 1.0
-        if facet_states(value, w):
-            covered.update(fold(w).split())
-    return sum(1 for word in words if word in covered) / len(words)
+        covered: set[int] = set()
+        for i, word in enumerate(words):
+            for seq in self.starts.get(word, ()):
+                if tuple(words[i : i + len(seq)]) == seq:
+                    covered.update(range(i, i + len(seq)))
+        return len(covered) / len(words)
+
+
+#: Longest run of words :class:`ValueIndex` knows as part of a value.
+MAX_SPAN = 8
 
 
 def group_passages(rows: dict[str, list]) -> dict[str, list[Passage]]:
