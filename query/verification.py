@@ -260,7 +260,9 @@ def leaf_values(facts: LeafFacts, key: str, known: Sequence[str]) -> list[str]:
     present = facts.present
     found = []
     for w in known:
-        if w in out or present.isdisjoint(_words(w)):
+        # Counting reads the evidence for every known value: only those whose words all
+        # occur in the leaf (typos are tolerated when checking a question's constraint).
+        if w in out or not _words(w) <= present:
             continue
         rivals = (
             []
