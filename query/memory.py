@@ -6,6 +6,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,16 @@ KEY_MEANING_COSINE = 0.35
 KEYWORD_BONUS = 0.1
 #: How many of a learned key's values describe it to a summary question no canonical key fits.
 PROFILE_VALUES = 5
+#: Key descriptions and labels whose vectors a ``Memory`` keeps.
+KEY_VECTOR_CACHE = 4096
+
+
+@lru_cache(maxsize=200_000)
+def _canonical(key: str, value: str) -> str:
+    """An alias's value as its key's values are written (workplace words), else as it is."""
+    return canonical_value(key, value) or value
+
+
 #: The paper's TopK of the facet score. Without the exact-match expansion of the facet view,
 #: k=2 let unrelated facets dilute leaves with one exact match and lost recall; with it, k=1 and
 #: k=2 score the same on the hiring benchmark (BENCHMARKS.md), and 1 is the simpler default.
@@ -283,7 +294,7 @@ class Memory:
         for key in sorted(set(aliases.values())):  # an alias's values are its key's
             have = values.setdefault(key, [])
             offered = [
-                canonical_value(key, item) or item
+                _canonical(key, item)
                 for a, k in aliases.items()
                 if k == key
                 for v in values.pop(a, [])
@@ -364,7 +375,7 @@ class Memory:
                 if m.key == "question"
                 else vectors[m.text]
                 if m.text in vectors
-                else self._meaning(m.text)  # a key alone: one of few labels, cached
+                else self._meanings([m.text])[m.text]  # a key alone: a label, cached
                 for m in micro
             ]
         )
@@ -445,22 +456,22 @@ class Memory:
         if parsed.kind != "summary":
             return parsed
         named = set(parsed.target_keys)
+        described = {k: KEY_DESCRIPTIONS[k] for k in KEY_DESCRIPTIONS if vocab.values.get(k)}
+        vectors = self._meanings([t for texts in described.values() for t in texts])
         score = {
-            k: max(float(self._meaning(text) @ qvec) for text in KEY_DESCRIPTIONS[k])
-            + KEYWORD_BONUS * (k in named)
-            for k in KEY_DESCRIPTIONS
-            if vocab.values.get(k)
+            k: max(float(vectors[t] @ qvec) for t in texts) + KEYWORD_BONUS * (k in named)
+            for k, texts in described.items()
         }
         if not score or max(score.values()) < KEY_MEANING_COSINE:
             # No canonical key fits: a key learned from the data, described by its name and
             # its commonest values ("grounds: failed the technical assessment, ...").
-            score = {
-                k: float(
-                    self._meaning(f"{humanize_key(k)}: {', '.join(v[:PROFILE_VALUES])}") @ qvec
-                )
+            profiles = {
+                k: f"{humanize_key(k)}: {', '.join(v[:PROFILE_VALUES])}"
                 for k, v in vocab.values.items()
                 if k not in KEY_DESCRIPTIONS and k not in vocab.count_keys and len(v) >= 2
             }
+            vectors = self._meanings(list(profiles.values()))
+            score = {k: float(vectors[t] @ qvec) for k, t in profiles.items()}
         if not score:
             return parsed
         key = max(score, key=lambda k: score[k])
@@ -469,13 +480,15 @@ class Memory:
         micro = [m for m in parsed.micro if m.value] + [MicroQuery(key, None)]
         return replace(parsed, micro=tuple(micro), target_keys=(key,))
 
-    def _meaning(self, text: str) -> np.ndarray:
-        """The embedding of a key description (cached)."""
-        if len(self._key_vectors) > 4096:
-            self._key_vectors.clear()
-        if text not in self._key_vectors:
-            self._key_vectors[text] = self.embedder.embed([text])[0]
-        return self._key_vectors[text]
+    def _meanings(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Embeddings of key descriptions and labels, the missing ones in one call (cached)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._key_vectors))
+        if missing:
+            if len(self._key_vectors) + len(missing) > KEY_VECTOR_CACHE:
+                self._key_vectors.clear()
+                missing = list(dict.fromkeys(texts))
+            self._key_vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return {t: self._key_vectors[t] for t in texts}
 
     def _leaf_facts(
         self, micro_vecs: np.ndarray, where: str, scope: Scope, aliases: dict[str, str]
@@ -498,8 +511,8 @@ class Memory:
         ):
             if schema.is_leaf(level):
                 target = aliases.get(key, key)
-                named = canonical_value(target, value) if target != key else value
-                values.setdefault(node, {}).setdefault(target, []).append(named or value)
+                named = _canonical(target, value) if target != key else value
+                values.setdefault(node, {}).setdefault(target, []).append(named)
         cache_key = (scope.node_id, where, self.vectors.version("evidence"))
         if cache_key not in self._passages:
             if len(self._passages) > 64:

@@ -226,6 +226,7 @@ def _named_spans(question: str, micro: list[MicroQuery], vocabulary: ScopeVocabu
     labels = {fold(humanize_key(k)) for k in vocabulary.values} | {
         fold(key_label(k)) for k in vocabulary.values
     }
+    known = covered.split()
     out = []
     for m in _NAME.finditer(question):
         text = m.group(0)
@@ -233,7 +234,6 @@ def _named_spans(question: str, micro: list[MicroQuery], vocabulary: ScopeVocabu
             text = text.split(maxsplit=1)[1] if " " in text else ""
         words = [w for w in fold(text).split() if w not in STOPWORDS]
         span = " ".join(words)
-        known = covered.split()
         if len(span) < 2 or span in labels or all(_singular(w) in known for w in words):
             continue
         out.append(" ".join(text.split()[-len(words) :]).rstrip(".,;:!?'"))
