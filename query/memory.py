@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -178,6 +179,7 @@ class Memory:
         self._key_vectors: dict[str, np.ndarray] = {}  # description text -> vector
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
         self._passages: dict[tuple, dict[str, list[Passage]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
         self.log_queries = log_queries
         self.log_batch = max(1, log_batch)
         self._pending: list[list] = []
@@ -190,8 +192,11 @@ class Memory:
         return cls(Settings.from_env(home=home, **overrides), log_queries=log_queries)
 
     def close(self) -> None:
-        """Write queued query-log rows."""
+        """Write queued query-log rows; stop the search threads."""
         self.flush()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def __enter__(self) -> Memory:
         return self
@@ -358,14 +363,22 @@ class Memory:
         where = resolved.where
         if levels:
             where = f"{where} AND {level_filter(levels, self.settings.schema)}"
+        retriever = self.retriever
+        # The full-text search needs no vector: it runs while the question is parsed and
+        # embedded (both release the interpreter), its result waited for by the fusion.
+        by_words = (
+            self._background().submit(retriever.text_hits, question, where)
+            if "evidence" in views and k_evidence > 0
+            else None
+        )
         vocab = self._vocabulary(resolved, where)
         t_parse = time.perf_counter()
         parsed = self.agents.parse_query(question, vocab)
         t_embed = time.perf_counter()
-        # One model call: the question and its valued micro-queries together.
-        valued = list(dict.fromkeys(m.text for m in parsed.micro if m.value))
-        texts = [question, *valued]
-        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
+        # One model call: the question and the micro-queries not embedded before (labels
+        # such as "location: Berlin" recur across questions and stay cached).
+        valued = [m.text for m in parsed.micro if m.value]
+        vectors = self._meanings(valued, fresh=question)
         qvec = vectors[question]
         parsed = self._with_target_by_meaning(parsed, qvec, vocab)
         micro = list(parsed.micro) or [MicroQuery("question", None)]
@@ -380,7 +393,6 @@ class Memory:
             ]
         )
         t_search = time.perf_counter()
-        retriever = self.retriever
         facets: list[NodeContext] = []
         if "facets" in views and k_facet > 0:
             facets = retriever.facets(
@@ -400,8 +412,10 @@ class Memory:
             else []
         )
         evidence = (
-            retriever.evidence(qvec, question, where, resolved.node_id, k_evidence)
-            if "evidence" in views and k_evidence > 0
+            retriever.evidence(
+                qvec, question, where, resolved.node_id, k_evidence, by_words.result()
+            )
+            if by_words is not None
             else []
         )
         catalog = self.catalog()
@@ -475,20 +489,38 @@ class Memory:
         if not score:
             return parsed
         key = max(score, key=lambda k: score[k])
-        if score[key] < KEY_MEANING_COSINE or key in {m.key for m in parsed.micro if m.value}:
+        stated = {m.key for m in parsed.micro if m.value}
+        if score[key] < KEY_MEANING_COSINE:
             return parsed
+        if key in stated:
+            # "Do these jobs mostly let people work from home?" names a value of the very key
+            # it asks about, and no other: the key's distribution is the answer.
+            if not set(parsed.target_keys) <= {key} or stated != {key}:
+                return parsed
+            return replace(parsed, micro=(MicroQuery(key, None),), target_keys=(key,))
         micro = [m for m in parsed.micro if m.value] + [MicroQuery(key, None)]
         return replace(parsed, micro=tuple(micro), target_keys=(key,))
 
-    def _meanings(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """Embeddings of key descriptions and labels, the missing ones in one call (cached)."""
+    def _meanings(self, texts: list[str], fresh: str | None = None) -> dict[str, np.ndarray]:
+        """Embeddings of key descriptions and labels, the missing ones in one call (cached),
+        and of ``fresh`` (a question: embedded in the same call, never cached)."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._key_vectors))
-        if missing:
-            if len(self._key_vectors) + len(missing) > KEY_VECTOR_CACHE:
-                self._key_vectors.clear()
-                missing = list(dict.fromkeys(texts))
-            self._key_vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
-        return {t: self._key_vectors[t] for t in texts}
+        if len(self._key_vectors) + len(missing) > KEY_VECTOR_CACHE:
+            self._key_vectors.clear()
+            missing = list(dict.fromkeys(texts))
+        batch = missing + ([fresh] if fresh is not None else [])
+        vectors = self.embedder.embed(batch) if batch else []
+        self._key_vectors.update(zip(missing, vectors[: len(missing)], strict=True))
+        out = {t: self._key_vectors[t] for t in texts}
+        if fresh is not None:
+            out[fresh] = vectors[-1]
+        return out
+
+    def _background(self) -> ThreadPoolExecutor:
+        """Threads for store queries that overlap the model call (made on first use)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hltm-search")
+        return self._pool
 
     def _leaf_facts(
         self, micro_vecs: np.ndarray, where: str, scope: Scope, aliases: dict[str, str]

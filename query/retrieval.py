@@ -302,12 +302,26 @@ class Retriever:
         return self._items("summaries", "summary", "detailed", qvec, where, scope_key, k)
 
     # -- evidence ------------------------------------------------------------------------
+    def text_hits(self, question: str, where: str) -> list[str]:
+        """Passage ids by BM25 (LanceDB's full-text index over passage and context) inside the
+        scope's subtree; needs no vector, so it may run while the question is embedded."""
+        hits = self.vectors.text_search(
+            "evidence", question, where, EVIDENCE_CANDIDATES, ["passage_id"]
+        )
+        return hits.column("passage_id").to_pylist()
+
     def evidence(
-        self, qvec: np.ndarray, question: str, where: str, scope_key: str, k: int
+        self,
+        qvec: np.ndarray,
+        question: str,
+        where: str,
+        scope_key: str,
+        k: int,
+        by_words: list[str] | None = None,
     ) -> list[ContextItem]:
         """Passages by hybrid search: dense (a passage's cosine plus half its context's) and
-        BM25 (LanceDB's full-text index over passage and context), fused by rank; both inside
-        the scope's subtree."""
+        BM25 (``text_hits``, searched here unless given), fused by rank; both inside the
+        scope's subtree."""
         rows = self.rows("evidence", where, scope_key)
         if rows is None:
             rows = self._search_rows("evidence", qvec, where, EVIDENCE_CANDIDATES)
@@ -318,10 +332,8 @@ class Retriever:
             dense = dense + CONTEXT_BOOST * (rows.context @ qvec)
         ids = rows.cols["passage_id"]
         by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
-        hits = self.vectors.text_search(
-            "evidence", question, where, EVIDENCE_CANDIDATES, ["passage_id"]
-        )
-        by_words = hits.column("passage_id").to_pylist()
+        if by_words is None:
+            by_words = self.text_hits(question, where)
         row_of = {p: i for i, p in enumerate(ids)}
         unseen = [p for p in by_words if p not in row_of]  # a scope too large to cache
         if unseen:

@@ -308,6 +308,14 @@ def test_a_paraphrased_summary_question_is_understood_by_meaning(memory):
     assert answer.references == ["seat:ana"]
 
 
+def test_a_summary_question_naming_a_value_of_its_own_key_gets_the_key_s_distribution(memory):
+    # "mostly remote?" is not "which openings are remote": every workplace is counted.
+    answer = memory.ask("Are these jobs mostly remote?", scope="seat:ana")
+    assert answer.parsed["target_keys"] == ["workplace_type"]
+    assert "remote (1 of 5)" in answer.answer
+    assert answer.references == ["seat:ana"]
+
+
 def test_a_knowledge_update_prefers_the_latest_statement(memory):
     assert cited(memory, "Which searches were in Dublin?") == []
     assert "project:p5" in cited(memory, "Which of my searches were in Lisbon, Portugal?")
