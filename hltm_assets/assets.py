@@ -14,9 +14,13 @@ import dagster as dg
 from hltm_assets import progress
 from hltm_assets.partitions import TreePartitions
 from hltm_resources.build.indexer import BuildReport, Indexer
+from hltm_resources.stores.lock import home_lock
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
 WRITER_POOL = "hltm_writer"
+#: How long a run launched by Dagster waits for another writer of the home (a load, an
+#: ``hltm index``) before it fails; ``hltm index`` runs its own runs under the lock it holds.
+RUN_LOCK_WAIT_S = 900.0
 _POLICY = dg.BackfillPolicy.single_run()
 
 
@@ -66,7 +70,10 @@ def build_level(
     """Build the run's partitions of ``level``; a parent level refuses a stale mapping."""
     keys = context.partition_keys
     children = _mapped_children(context, child_asset) if child_asset else None
-    with _progress(context, level, len(keys)) as tick:
+    with (
+        home_lock(hltm.settings.home, "index (Dagster run)", wait_s=RUN_LOCK_WAIT_S),
+        _progress(context, level, len(keys)) as tick,
+    ):
         report = hltm.build(level, keys, progress=tick, expected_children=children)
     return _result(report, hltm)
 

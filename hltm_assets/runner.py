@@ -18,9 +18,11 @@ import dagster as dg
 from hltm_assets import progress
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.partitions import TreePartitions, contiguous_ranges, tree_partitions
+from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
+from hltm_resources.stores.lock import home_lock
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
 # daemon monitors it) and every later `hltm index` would wait on it. Store writes tolerate
@@ -158,7 +160,20 @@ def run_index(
     ``reset_vectors`` drops the LanceDB tables first and rebuilds everything: the way to move
     a home to another embedding model (vectors of two models never share a table).
     """
+    with home_lock(settings.home, "index"):
+        return _run_index(settings, full, show_progress, plan, reset_vectors, indexer)
+
+
+def _run_index(
+    settings: Settings,
+    full: bool,
+    show_progress: bool,
+    plan: Plan | None,
+    reset_vectors: bool,
+    indexer: Indexer | None,
+) -> IndexResult:
     t0 = time.perf_counter()
+    complete_erasures(settings)
     indexer = indexer or Indexer(settings)
     if reset_vectors:
         indexer.vectors.drop_all()

@@ -7,6 +7,7 @@ from hltm_resources.config import ConfigError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.ids import InvalidIdError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
+from hltm_resources.stores.lock import HomeBusyError
 from hltm_resources.stores.sot import SnapshotError
 from hltm_resources.stores.vectors import EmbeddingModelMismatch
 
@@ -15,15 +16,25 @@ class ScopeError(ValueError):
     """A query scope that is malformed or not in the tree."""
 
 
+class ScopeLeakError(RuntimeError):
+    """Retrieval found a node outside the question's scope (a defect guard: never answered)."""
+
+
+class QuestionError(ValueError):
+    """A question that cannot be asked (empty, not text)."""
+
+
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ConfigError,
     EmbedderError,
     EmbeddingModelMismatch,
     InvalidIdError,
     NoMemoryError,
+    QuestionError,
     ScopeError,
     SnapshotError,
     StaleTopologyError,
     StoreBusyError,
     FileNotFoundError,
+    HomeBusyError,
 )

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 
+import duckdb
 import numpy as np
 
+from hltm_resources.build.erasure import GONE, pending_erasures
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import (
@@ -25,9 +29,16 @@ from hltm_resources.engines import (
 from hltm_resources.engines.base import ContextItem, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE
 from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS, canonical_value
-from hltm_resources.errors import ScopeError
+from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
 from hltm_resources.stores import database
-from hltm_resources.stores.vectors import TABLES, EmbeddingModelMismatch, VectorStore, level_filter
+from hltm_resources.stores.database import StoreBusyError
+from hltm_resources.stores.vectors import (
+    TABLES,
+    EmbeddingModelMismatch,
+    VectorStore,
+    level_filter,
+    node_filter,
+)
 from hltm_resources.text import fold, humanize_key
 from query.retrieval import Retriever, facet_scores
 from query.scope import Scope, check_open, resolve_scope, validate_scope
@@ -57,6 +68,23 @@ KEYWORD_BONUS = 0.1
 PROFILE_VALUES = 5
 #: Key descriptions and labels whose vectors a ``Memory`` keeps.
 KEY_VECTOR_CACHE = 4096
+
+
+#: How often a question is retried on the latest table versions when the one it read was
+#: removed under it (an erasure completing, a table rewritten).
+STALE_RETRIES = 3
+
+
+def _stale_version(exc: BaseException) -> bool:
+    text = str(exc)
+    return "lance" in text.lower() and ("Not found" in text or "not found" in text)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
 
 
 @lru_cache(maxsize=200_000)
@@ -180,6 +208,8 @@ class Memory:
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
         self._passages: dict[tuple, dict[str, list[Passage]]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        self._erasing_stamp: tuple | None = None
+        self._erasing_nodes: dict[str, str] = {}
         self.log_queries = log_queries
         self.log_batch = max(1, log_batch)
         self._pending: list[list] = []
@@ -262,13 +292,16 @@ class Memory:
     def resolve(self, scope: object) -> Scope:
         """The scope node, or :class:`ScopeError` (malformed ids never reach a store)."""
         node_id = validate_scope(scope, self.settings.schema)
+        if self._erasing().get(node_id) == GONE:
+            raise ScopeError(f"scope {node_id!r} was deleted; its erasure is being completed")
         entry = self.catalog().get(node_id)
         if entry is not None:
             level, path, name, _ = entry
             return Scope(node_id, level, name, path)
+        # Not built yet, or emptied by a deletion or a move below it and not rebuilt yet:
+        # what its subtree holds is served meanwhile.
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            resolved = resolve_scope(con, node_id, self.settings.schema)  # raises, saying why
-        raise ScopeError(f"scope {resolved.node_id!r} has no vectors yet: run hltm index")
+            return resolve_scope(con, node_id, self.settings.schema)  # raises, saying why
 
     # -- retrieval -----------------------------------------------------------------------
     def _vocabulary(self, scope: Scope, where: str) -> ScopeVocabulary:
@@ -354,13 +387,50 @@ class Memory:
 
         ``views`` and ``levels`` restrict the pool (used by the ablations).
         """
+        args = (question, scope, k_facet, k_qa, k_summary, k_evidence, facet_top_k, views, levels)
+        for _ in range(STALE_RETRIES):
+            try:
+                return self._retrieve(*args)
+            except (RuntimeError, OSError, ValueError) as exc:
+                # An erasure or rebuild removed the table version this process was reading,
+                # or the catalog and the rows come from versions a move separates: read the
+                # latest ones (the erased rows are then gone from the answer too).
+                if not (isinstance(exc, ScopeLeakError) or _stale_version(exc)):
+                    raise
+                self.refresh()
+        return self._retrieve(*args)
+
+    def refresh(self) -> None:
+        """Forget the open tables and everything read from them (the next call reopens)."""
+        self._vectors = None
+        self._retriever = None
+        self._catalog = None
+        self._tree_vocab = None
+        self._vocab.clear()
+        self._passages.clear()
+
+    def _retrieve(
+        self,
+        question: str,
+        scope: str,
+        k_facet: int,
+        k_qa: int,
+        k_summary: int,
+        k_evidence: int,
+        facet_top_k: int,
+        views: tuple[str, ...],
+        levels: tuple[str, ...] | None,
+    ) -> Retrieval:
         validate_scope(scope, self.settings.schema)
         if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
+            raise QuestionError("the question is empty: ask something (a non-blank string)")
         t0 = time.perf_counter()
         usage0 = self.agents.usage.snapshot()
         resolved = self.resolve(scope)
         where = resolved.where
+        erasing = self._erasing()
+        if erasing:  # recorded for erasure, not yet gone from every store: never served
+            where = f"{where} AND NOT ({node_filter(sorted(erasing))})"
         if levels:
             where = f"{where} AND {level_filter(levels, self.settings.schema)}"
         retriever = self.retriever
@@ -445,7 +515,7 @@ class Memory:
             distributions,
             counted,
         )
-        self._assert_in_scope(context, resolved, catalog)
+        context = self._kept_in_scope(context, resolved, catalog)
         usage1 = self.agents.usage.snapshot()
         timings = {
             "retrieval_ms": (t_end - t0) * 1000,
@@ -515,6 +585,23 @@ class Memory:
         if fresh is not None:
             out[fresh] = vectors[-1]
         return out
+
+    def _erasing(self) -> dict[str, str]:
+        """Nodes whose erasure a delete, load or move recorded and has not finished in every
+        store (a process killed half-way, or one still at work). Re-read when the DuckDB file
+        changes; while a writer keeps it locked, the last set read stands."""
+        db = self.settings.duckdb_path
+        stamp = tuple(
+            (s.st_mtime_ns, s.st_size) if (s := _stat(p)) else None
+            for p in (db, db.with_name(db.name + ".wal"))
+        )
+        if stamp != self._erasing_stamp:
+            try:
+                self._erasing_nodes = pending_erasures(self.settings, timeout_s=0.5)
+                self._erasing_stamp = stamp
+            except StoreBusyError:
+                pass
+        return self._erasing_nodes
 
     def _background(self) -> ThreadPoolExecutor:
         """Threads for store queries that overlap the model call (made on first use)."""
@@ -586,15 +673,34 @@ class Memory:
         return matches, {k: v for k, v in spread.items() if v}, len(pool)
 
     @staticmethod
-    def _assert_in_scope(
+    def _kept_in_scope(
         context: RetrievedContext, scope: Scope, catalog: dict[str, tuple[str, str, str, int]]
-    ) -> None:
-        # The store prefilter guarantees this; checking again costs microseconds and turns a
-        # would-be leak into an error.
-        for node in context.node_ids():
-            path = catalog.get(node, ("", "", "", 0))[1]
-            if not scope.contains(path):
-                raise AssertionError(f"retrieval returned {node} outside {scope.node_id}")
+    ) -> RetrievedContext:
+        """The context, checked once more against the scope: the store prefilter guarantees
+        it, and checking costs microseconds. A node the catalog places outside the scope is
+        an error, never an answer (:class:`ScopeLeakError`); items of a node the catalog does
+        not know yet (an index writing its tables one after the other) are left out."""
+        unknown = set()
+        for node in context.node_ids() - {scope.node_id}:
+            entry = catalog.get(node)
+            if entry is None:
+                unknown.add(node)
+            elif not scope.contains(entry[1]):
+                raise ScopeLeakError(f"retrieval returned {node} outside {scope.node_id}")
+        if not unknown:
+            return context
+
+        def kept(items):
+            return [i for i in items if i.node_id not in unknown]
+
+        return replace(
+            context,
+            facets=kept(context.facets),
+            qa=kept(context.qa),
+            summaries=kept(context.summaries),
+            evidence=kept(context.evidence),
+            matches=None if context.matches is None else kept(context.matches),
+        )
 
     # -- answering -----------------------------------------------------------------------
     def ask(
@@ -662,5 +768,14 @@ class Memory:
         if not self._pending:
             return
         rows, self._pending = self._pending, []
-        with database.connect(self.settings.duckdb_path) as con:
-            con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        try:
+            with database.connect(self.settings.duckdb_path) as con:
+                con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        except (OSError, duckdb.Error, StoreBusyError) as exc:
+            # A read-only home (or one a writer kept locked too long) still answers; the log
+            # only feeds adaptation.
+            warnings.warn(
+                f"query log not written ({len(rows)} questions): {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )

@@ -63,9 +63,8 @@ def test_a_topology_change_is_skipped_until_the_location_reloads(
     snap = tmp_path / "moved"
     shutil.copytree(snapshot_dir, snap)
     projects = [dict(p) for p in world.projects]
-    projects[0]["seat_id"] = next(
-        s["seat_id"] for s in world.seats if s["seat_id"] != projects[0]["seat_id"]
-    )
+    old_seat = projects[0]["seat_id"]
+    projects[0]["seat_id"] = next(s["seat_id"] for s in world.seats if s["seat_id"] != old_seat)
     write_jsonl(snap / "projects.jsonl", projects)
     load_snapshot(fresh_home, snap)
     result, _ = evaluate(defs, fresh_home)
@@ -73,7 +72,8 @@ def test_a_topology_change_is_skipped_until_the_location_reloads(
     assert "1 moved project(s)" in result.skip_message and "Reload" in result.skip_message
     fresh = build_definitions(fresh_home)  # after a reload the move is fresh_home
     result, _ = evaluate(fresh, fresh_home)
-    assert [r.partition_key for r in result.run_requests] == [projects[0]["project_id"]]
+    # The moved project, and its old seat (emptied at load time, nothing of it pending).
+    assert [r.partition_key for r in result.run_requests] == [projects[0]["project_id"], old_seat]
 
 
 def _plan(*items: PlanItem) -> Plan:
@@ -101,7 +101,7 @@ def test_stale_parents_wait_for_automation_then_get_requested():
 
 
 def test_parents_emptied_by_a_deletion_are_requested_at_once():
-    item = PlanItem("account:a", "account", "a", "invalidated by a deletion below it", "ffee")
+    item = PlanItem("account:a", "account", "a", "emptied by a deletion or a move below it", "ffee")
     decision = decide(_plan(item), EMPTY, EMPTY, {}, now=0.0)
     assert [r.run_key for r in decision.requests] == ["account:a:ffee"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hltm_assets.cli.common import (
     EXIT_FAILED,
+    EXIT_USAGE,
     CliError,
     add_progress_flags,
     print_json,
@@ -36,21 +37,52 @@ def cmd_ask(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED if summary["problems"] else 0
+    if args.json:
+        return _ask_json(settings, args)
     if not args.question or not args.scope:
         raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
     with Memory(settings) as mem:
         result = mem.ask(args.question, scope=args.scope)
-    if args.json:
-        print_json(result.as_dict())
-    else:
-        print(result.answer)
-        print(f"references: {', '.join(result.references) or '(none)'}")
-        t = result.timings
-        print(
-            f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
-            f"LLM calls {result.llm_calls}"
-        )
+    print(result.answer)
+    print(f"references: {', '.join(result.references) or '(none)'}")
+    t = result.timings
+    print(
+        f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
+        f"LLM calls {result.llm_calls}"
+    )
     return 0
+
+
+def _ask_json(settings, args: argparse.Namespace) -> int:
+    """One JSON object on stdout whatever happens: the answer, or ``error`` (with
+    ``error_type``) and the exit code of the same error without ``--json``."""
+    from hltm_resources.errors import USER_ERRORS
+    from query import Memory
+
+    try:
+        if not args.question or not args.scope:
+            raise CliError("ask needs a question and --scope NODE")
+        with Memory(settings) as mem:
+            result = mem.ask(args.question, scope=args.scope)
+    except (CliError, *USER_ERRORS) as exc:
+        return _json_error(args, exc, EXIT_USAGE)
+    except Exception as exc:  # an engine or store failure: still one JSON object
+        return _json_error(args, exc, EXIT_FAILED)
+    print_json(result.as_dict())
+    return 0
+
+
+def _json_error(args: argparse.Namespace, exc: Exception, code: int) -> int:
+    print_json(
+        {
+            "question": args.question,
+            "scope": args.scope,
+            "error": str(exc),
+            "error_type": type(exc).__name__,
+        }
+    )
+    print(f"hltm: error: {exc}", file=sys.stderr)
+    return code
 
 
 def register(sub: argparse._SubParsersAction) -> None:

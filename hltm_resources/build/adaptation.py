@@ -31,6 +31,7 @@ from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines.base import ScopeVocabulary
 from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.stores import database
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.text import collapse_ws, fold
 
 SCHEMA = """
@@ -239,6 +240,17 @@ def propose(
 ) -> tuple[Proposal, bool]:
     """Mine and store a new proposal unless it equals the active hints; (proposal, created)."""
     mined = mine(settings, params, now, embedder)
+    with home_lock(settings.home, "adapt"):
+        return _store(settings, mined, params, auto_approve, now)
+
+
+def _store(
+    settings: Settings,
+    mined: Proposal,
+    params: MiningParams,
+    auto_approve: bool,
+    now: datetime | None,
+) -> tuple[Proposal, bool]:
     database.init_schema(settings.duckdb_path, settings.schema)
     with database.connect(settings.duckdb_path) as con, database.transaction(con):
         ensure_schema(con)
@@ -270,6 +282,11 @@ def propose(
 
 def approve(settings: Settings, version: int) -> Proposal:
     """Activate a proposal (the previous active one is superseded)."""
+    with home_lock(settings.home, "adapt"):
+        return _approve(settings, version)
+
+
+def _approve(settings: Settings, version: int) -> Proposal:
     with database.connect(settings.duckdb_path) as con, database.transaction(con):
         ensure_schema(con)
         row = con.execute("SELECT status FROM adapt_hints WHERE version = ?", [version]).fetchone()

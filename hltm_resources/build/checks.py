@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hltm_resources.build.erasure import erasure_pending
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
@@ -68,4 +69,9 @@ def check_level(settings: Settings, level: str) -> CheckResult:
                 issues.append(f"{view}: {n_rows} rows but {n_vec} vectors")
         if issues:
             problems[node] = "; ".join(issues)
+    if settings.schema.is_leaf(level) and erasure_pending(settings):
+        problems["erasure"] = (
+            "an erasure was recorded and is not complete in every store: run hltm index "
+            "(or load, delete, verify) to finish it"
+        )
     return CheckResult(level, len(nodes), problems)

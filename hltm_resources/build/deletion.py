@@ -4,18 +4,21 @@ The node and everything below it leave the source of truth (rows and documents);
 rows, vectors (in every LanceDB table version) and cached LLM replies are erased; query-log rows
 scoped to them or citing them are dropped; the DuckDB file is rewritten so no freed block keeps
 a copy; and the memory of the ancestors is emptied and marked for rebuild (the caller rebuilds
-it, so no aggregate keeps the node's facts).
+it, so no aggregate keeps the node's facts). The erasure outside the SOT transaction is
+journaled inside it and finished by :func:`complete_erasures`, so a crash cannot lose it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources.build.erasure import erase_everywhere, scrub_database
+from hltm_resources.build.erasure import complete_erasures, scrub_database
 from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
+from hltm_resources.faults import fault
 from hltm_resources.ids import parse_node_id
 from hltm_resources.stores import database
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import read_states
 from hltm_resources.stores.sot import read_topology
 
@@ -41,9 +44,22 @@ class DeleteReport:
 
 def delete_node(settings: Settings, node: str) -> DeleteReport:
     """Erase ``node`` (a node id of any level) and its subtree; its ancestors are emptied and
-    marked for rebuild."""
+    marked for rebuild. The erasure is recorded with the deletion and completed before this
+    returns (or by the next writing command, if this process dies)."""
     schema = settings.schema
     target = parse_node_id(node, schema)
+    with home_lock(settings.home, "delete"):
+        finished = complete_erasures(settings)  # an earlier delete or load died half-way
+        if str(target) in finished:  # that was this deletion: it is complete now
+            return DeleteReport(str(target), (), 0, (str(target),), (), schema.leaf.plural)
+        report = _delete(settings, target)
+        fault("delete:committed")
+        complete_erasures(settings)
+    return report
+
+
+def _delete(settings: Settings, target) -> DeleteReport:
+    schema = settings.schema
     with database.connect(settings.duckdb_path) as con, database.transaction(con):
         topo = read_topology(con, schema)
         info = topo.node(str(target))
@@ -66,8 +82,6 @@ def delete_node(settings: Settings, node: str) -> DeleteReport:
         gone = sorted(n.node_id for n in subtree)
         invalidate = [a.node_id for a in topo.ancestors(info)]
         scrub_database(con, [n for n in gone if n in states], invalidate, gone)
-    erase_everywhere(settings, gone + invalidate)
-    database.rewrite_file(settings.duckdb_path)
     return DeleteReport(
         str(target), tuple(leaves), n_docs, tuple(gone), tuple(invalidate), schema.leaf.plural
     )

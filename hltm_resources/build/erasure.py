@@ -1,21 +1,44 @@
 """Erasing nodes everywhere they leave a trace: memory rows, vectors (every version), caches,
-the query log.
+the query log, free blocks of the DuckDB file.
+
+An erasure is an intent recorded before anything is erased: the transaction that takes nodes
+out of the source of truth also writes their ids to ``erasure_pending``. The stores outside
+that transaction (LanceDB versions, the LLM cache, the DuckDB file's freed blocks) are then
+cleaned by :func:`complete_erasures`, which every writing command (``delete``, ``load``,
+``index``, ``verify``) runs first, so a process killed at any point leaves work that the next
+command finishes; ``check`` fails while an erasure is pending. The last step, rewriting the
+DuckDB file, is announced by a marker file before the journal rows go, and redone until it
+has completed once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 
 from hltm_resources.config import Settings
+from hltm_resources.faults import fault
+from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import erase_rows
 from hltm_resources.stores.vectors import VectorStore
+
+JOURNAL_DDL = (
+    "CREATE TABLE IF NOT EXISTS erasure_pending (node_id VARCHAR NOT NULL, "
+    "kind VARCHAR NOT NULL, recorded_at TIMESTAMP NOT NULL)"
+)
+#: Journal kinds: the node left the tree, or it stays and only its memory is emptied.
+GONE, EMPTIED = "gone", "emptied"
+#: Next to the DuckDB file: "the file still holds freed blocks of erased rows: rewrite it".
+REWRITE_MARKER = ".rewrite-pending"
 
 
 def scrub_database(
     con, gone: Sequence[str], invalidate: Sequence[str], deleted_projects: Sequence[str] = ()
 ) -> None:
     """Inside the caller's transaction: drop memory rows of ``gone``, empty ``invalidate``,
-    and drop query-log rows scoped to or citing any of ``gone``/``deleted_projects``."""
+    drop query-log rows scoped to or citing any of ``gone``/``deleted_projects``, and record
+    the erasure of all of them from the other stores (:func:`complete_erasures`)."""
     erase_rows(con, gone, invalidate)
     nodes = sorted(set(gone) | set(deleted_projects))
     if nodes:
@@ -24,6 +47,64 @@ def scrub_database(
             "OR list_has_any(references_, ?)",
             [nodes, nodes],
         )
+    left = set(gone) | set(deleted_projects)
+    record_erasure(con, {n: GONE for n in left} | {n: EMPTIED for n in invalidate if n not in left})
+
+
+def record_erasure(con, nodes: dict[str, str]) -> None:
+    """Journal the erasure of ``nodes`` (id -> ``GONE`` or ``EMPTIED``), inside the
+    transaction that deletes or empties them."""
+    con.execute(JOURNAL_DDL)
+    if nodes:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        con.executemany(
+            "INSERT INTO erasure_pending VALUES (?, ?, ?)",
+            [[n, kind, now] for n, kind in sorted(nodes.items())],
+        )
+
+
+def marker_path(settings: Settings) -> Path:
+    return settings.duckdb_path.with_name(settings.duckdb_path.name + REWRITE_MARKER)
+
+
+def pending_erasures(settings: Settings, timeout_s: float = 30.0) -> dict[str, str]:
+    """Node id -> kind (``GONE``, ``EMPTIED``) of every erasure recorded and not complete."""
+    if not settings.duckdb_path.exists():
+        return {}
+    with database.connect(settings.duckdb_path, read_only=True, timeout_s=timeout_s) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "erasure_pending" not in tables:
+            return {}
+        rows = con.execute(
+            "SELECT node_id, max(kind) FROM erasure_pending GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    return dict(rows)  # "gone" sorts after "emptied": deleted and emptied is gone
+
+
+def erasure_pending(settings: Settings) -> bool:
+    """Whether an erasure was recorded and is not complete in every store."""
+    return bool(pending_erasures(settings)) or marker_path(settings).exists()
+
+
+def complete_erasures(settings: Settings) -> list[str]:
+    """Finish every recorded erasure: vectors and their old table versions, cached LLM
+    replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
+    nodes = sorted(pending_erasures(settings))
+    marker = marker_path(settings)
+    if nodes:
+        erase_everywhere(settings, nodes)
+        fault("erase:stores-clean")
+        marker.write_text("rewrite the DuckDB file: freed blocks hold erased rows\n")
+        _sync(marker)
+        fault("erase:marked")
+        with database.connect(settings.duckdb_path) as con, database.transaction(con):
+            con.execute("DELETE FROM erasure_pending")
+        fault("erase:journal-cleared")
+    if marker.exists():
+        database.rewrite_file(settings.duckdb_path)
+        fault("erase:rewritten")
+        marker.unlink()
+    return nodes
 
 
 def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
@@ -31,7 +112,18 @@ def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
     if node_ids:
         store.delete_nodes(node_ids)
+    fault("erase:vectors-deleted")
     store.purge_history()
     from hltm_resources.stores.llm_cache import purge_nodes
 
     purge_nodes(settings, node_ids)
+
+
+def _sync(path: Path) -> None:
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
+from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.evidence import EVIDENCE_VERSION, leaf_passages
 from hltm_resources.build.hints import load_active_hints
 from hltm_resources.build.plan import Plan, make_plan
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, make_agents
+from hltm_resources.faults import fault
 from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
 from hltm_resources.stores import database
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import (
     BuildMeta,
     NodeState,
@@ -183,20 +186,24 @@ class Indexer:
         ``build_level(level, raw_ids)`` builds one level's nodes: :meth:`build` by default; the
         CLI passes one that materializes them through Dagster.
         """
-        self.purge(plan.purge)
-        if plan.orphan_vectors:
-            self.vectors.delete_nodes(plan.orphan_vectors)
-        build_level = build_level or self.build
-        return [
-            build_level(level, plan.keys(level))
-            for level in self.schema.bottom_up
-            if plan.keys(level)
-        ]
+        with home_lock(self.settings.home, "index"):
+            complete_erasures(self.settings)
+            fault("index:planned")
+            self.purge(plan.purge)
+            if plan.orphan_vectors:
+                self.vectors.delete_nodes(plan.orphan_vectors)
+            build_level = build_level or self.build
+            return [
+                build_level(level, plan.keys(level))
+                for level in self.schema.bottom_up
+                if plan.keys(level)
+            ]
 
     def build_all(self, full: bool = False) -> Plan:
         """Plan, then build the plan (no Dagster); returns the plan."""
-        plan = self.plan(full=full)
-        self.build_plan(plan)
+        with home_lock(self.settings.home, "index"):
+            plan = self.plan(full=full)
+            self.build_plan(plan)
         return plan
 
     # -- building ------------------------------------------------------------------------
@@ -208,6 +215,19 @@ class Indexer:
         expected_children: Sequence[str] | None = None,
     ) -> BuildReport:
         """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
+        with home_lock(self.settings.home, "index"):
+            complete_erasures(self.settings)  # a Dagster run may come first after a crash
+            report = self._build(level, raw_ids, progress, expected_children)
+        fault("index:level-built")
+        return report
+
+    def _build(
+        self,
+        level: str,
+        raw_ids: Sequence[str],
+        progress: Progress | None,
+        expected_children: Sequence[str] | None,
+    ) -> BuildReport:
         report = BuildReport(level)
         self.vectors.check_model()
         self.refresh_hints()

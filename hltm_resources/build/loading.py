@@ -3,18 +3,22 @@
 Leaves (and nodes above them) missing from the new snapshot are deleted: their documents
 leave the SOT, their memory rows and vectors are erased, and the memory of their former
 ancestors is invalidated (emptied and marked for rebuild) so that no aggregate keeps facts of
-deleted data until the next ``hltm index`` rebuilds it.
+deleted data until the next ``hltm index`` rebuilds it. A node that moved is emptied with its
+old and new ancestors the same way. The erasure is journaled in the load's transaction and
+completed by :func:`complete_erasures` (here, or by the next writing command after a crash).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hltm_resources.build.erasure import erase_everywhere, scrub_database
+from hltm_resources.build.erasure import complete_erasures, scrub_database
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
+from hltm_resources.faults import fault
 from hltm_resources.stores import database
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import read_states
 from hltm_resources.stores.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
 
@@ -25,18 +29,28 @@ def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
     if settings.duckdb_path.exists():  # a home keeps its tree: refuse another before reading
         database.init_schema(settings.duckdb_path, schema)
     snap = read_snapshot(directory, schema)
-    database.init_schema(settings.duckdb_path, schema)
-    with database.connect(settings.duckdb_path) as con, database.transaction(con):
-        report = apply_snapshot(con, snap, str(Path(directory).resolve()))
-        topo = read_topology(con, schema)
-        states = read_states(con)
-        gone = sorted(n for n in states if topo.node(n) is None)
-        invalidate = sorted(_surviving_ancestors(gone, states, topo))
-        deleted = [f"{schema.leaf.name}:{p}" for p in report.deleted]
-        scrub_database(con, gone, invalidate, deleted)
-    if gone or invalidate or report.deleted:
-        erase_everywhere(settings, gone + invalidate)
-        database.rewrite_file(settings.duckdb_path)  # no freed block keeps deleted documents
+    with home_lock(settings.home, "load"):
+        complete_erasures(settings)  # an earlier delete or load may have died half-way
+        database.init_schema(settings.duckdb_path, schema)
+        with database.connect(settings.duckdb_path) as con, database.transaction(con):
+            report = apply_snapshot(con, snap, str(Path(directory).resolve()))
+            topo = read_topology(con, schema)
+            states = read_states(con)
+            gone = sorted(n for n in states if topo.node(n) is None)
+            # A node that moved keeps its old path in its vectors (the scope filter): it and
+            # its old and new ancestors are emptied now, so no question at the old scope can
+            # find it before the next index rebuilds them.
+            moved = sorted(
+                n for n, st in states.items() if topo.node(n) and topo.node(n).path != st.path
+            )
+            invalidate = sorted(
+                (_surviving_ancestors(gone + moved, states, topo) | set(moved))
+                | {a.node_id for n in moved for a in topo.ancestors(topo.node(n))}
+            )
+            deleted = [f"{schema.leaf.name}:{p}" for p in report.deleted]
+            scrub_database(con, gone, invalidate, deleted)
+        fault("load:committed")
+        complete_erasures(settings)
     return report
 
 

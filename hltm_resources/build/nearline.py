@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hltm_resources.build.plan import Plan, PlanItem
+from hltm_resources.build.plan import EMPTIED, Plan, PlanItem
 from hltm_resources.models import Topology, stable_hash
 
 GRACE_S = 180.0
@@ -123,7 +123,7 @@ def parent_requests(
         for item in plan.build[level]:
             if not item.input_hash:
                 continue  # a child is about to be rebuilt; automation follows it
-            if item.reason.startswith("invalidated"):
+            if item.reason == EMPTIED:
                 requests.append(_one(item, item.reason))
                 continue
             key = _run_key(item)

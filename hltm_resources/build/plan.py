@@ -2,8 +2,8 @@
 
 Pure: :func:`make_plan` takes the topology, the stored node states and the two hash functions,
 and decides. A leaf is rebuilt when its input hash changed (or it is new, moved, or was
-invalidated by a deletion); a parent when any child is rebuilt or removed, or its own inputs
-changed; each node once, in level order.
+emptied by a deletion or a move); a parent when any child is rebuilt or removed, or its own
+inputs changed; each node once, in level order.
 """
 
 from __future__ import annotations
@@ -123,17 +123,22 @@ def make_plan(
     return plan
 
 
+#: Why a node emptied by a deletion or a move below it is rebuilt (the sensor requests these
+#: at once instead of waiting for automation).
+EMPTIED = "emptied by a deletion or a move below it"
+
+
 def _reason(full: bool, st: NodeState | None, new_hash: str | None, node: NodeInfo) -> str:
     if full:
         return "full rebuild"
     if st is None:
         return "new"
-    if st.input_hash == INVALIDATED:
-        return "invalidated by a deletion below it"
-    if new_hash is not None and st.input_hash != new_hash:
-        return "inputs changed"
     if st.parent_id != node.parent_id or st.path != node.path:
         return f"moved from {st.parent_id}"
+    if st.input_hash == INVALIDATED:
+        return EMPTIED
+    if new_hash is not None and st.input_hash != new_hash:
+        return "inputs changed"
     return ""
 
 

@@ -15,11 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.hints import load_active_hints
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
 from hltm_resources.stores import database
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore, embedded_texts
 
@@ -98,7 +100,10 @@ def _vector_texts(settings: Settings) -> dict[str, dict[str, Counter]]:
 
 
 def verify(settings: Settings) -> VerifyReport:
-    """Compare the live memory with a full rebuild of the current SOT, node by node."""
+    """Compare the live memory with a full rebuild of the current SOT, node by node (after
+    finishing any erasure a crashed command left recorded)."""
+    with home_lock(settings.home, "verify"):
+        complete_erasures(settings)
     report = VerifyReport()
     with tempfile.TemporaryDirectory(prefix="hltm-verify-") as tmp:
         scratch = full_rebuild(settings, Path(tmp) / "scratch")
@@ -112,7 +117,7 @@ def verify(settings: Settings) -> VerifyReport:
         elif node not in full_hashes:
             report.differences[node] = "in the live memory but not in the source of truth"
         elif live_hashes[node] == INVALIDATED:
-            report.differences[node] = "invalidated by a deletion and not rebuilt yet"
+            report.differences[node] = "emptied by a deletion or a move and not rebuilt yet"
         elif node not in live or node not in full:
             report.differences[node] = "has no memory rows"
         else:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from hltm_resources.faults import fault
 from hltm_resources.schema import DEFAULT_TREE
 
 if TYPE_CHECKING:
@@ -192,6 +193,7 @@ def rewrite_file(path: Path, timeout_s: float = 60.0) -> None:
         con.execute(f"ATTACH '{fresh}' AS hltm_fresh")
         con.execute(f'COPY FROM DATABASE "{name}" TO hltm_fresh')
         con.execute("DETACH hltm_fresh")
+        fault("rewrite:copied")
         os.replace(fresh, path)  # atomic; still under our lock
     path.with_name(path.name + ".wal").unlink(missing_ok=True)
 

@@ -56,13 +56,18 @@ class SnapshotError(ValueError):
     def __init__(self, directory: Path, problems: list[SnapshotProblem]):
         self.directory = directory
         self.problems = problems
+        if len(problems) == 1:  # one line: file:line first, as compilers print it
+            super().__init__(
+                f"{problems[0]} (snapshot {directory} was not loaded; the source of truth "
+                "is unchanged)"
+            )
+            return
         shown = "\n".join(f"  {p}" for p in problems[:MAX_ERRORS])
         extra = len(problems) - MAX_ERRORS
         more = f"\n  ... and {extra} more" if extra > 0 else ""
         super().__init__(
-            f"snapshot {directory} was not loaded ({len(problems)} problem"
-            f"{'s' if len(problems) != 1 else ''}; the source of truth is unchanged):\n"
-            f"{shown}{more}"
+            f"snapshot {directory} was not loaded ({len(problems)} problems; the source of "
+            f"truth is unchanged):\n{shown}{more}"
         )
 
 

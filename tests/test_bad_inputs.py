@@ -1,0 +1,230 @@
+"""Bad input, refused in one line: exit 2, ``file:line`` for snapshots, no traceback, and the
+home's files exactly as they were.
+
+Each case corrupts one line of a good snapshot (or passes a bad argument) and runs the real
+command line in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hltm_assets.cli import main
+from hltm_resources.config import Settings
+from hltm_resources.stores import database
+from query import Memory
+from tests.conftest import write_jsonl
+
+NESTED = b"[" * 100_000 + b"\n"
+HUGE = "9" * 5000
+
+
+def good_snapshot(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    write_jsonl(directory / "accounts.jsonl", [{"account_id": "acme", "name": "Acme"}])
+    write_jsonl(
+        directory / "seats.jsonl", [{"seat_id": "ana", "account_id": "acme", "name": "Ana"}]
+    )
+    write_jsonl(
+        directory / "projects.jsonl",
+        [
+            {"project_id": p, "seat_id": "ana", "name": n, "updated_at": "2026-05-01"}
+            for p, n in (("p1", "Data Engineer"), ("p2", "Nurse"))
+        ],
+    )
+    write_jsonl(
+        directory / "documents.jsonl",
+        [
+            {"doc_id": f"{p}-d", "project_id": p, "kind": "req", "text": text}
+            | {"updated_at": "2026-05-01"}
+            for p, text in (("p1", "Data Engineer, Lisbon"), ("p2", "Nurse, Dublin"))
+        ],
+    )
+    return directory
+
+
+def project(**fields: object) -> bytes:
+    row = {"project_id": "p9", "seat_id": "ana", "name": "n", "updated_at": "2026-05-01"}
+    return (json.dumps(row | fields) + "\n").encode()
+
+
+def document(**fields: object) -> bytes:
+    row = {"doc_id": "p1-x", "project_id": "p1", "kind": "note", "text": "t"}
+    row["updated_at"] = "2026-05-01"
+    return (json.dumps(row | fields) + "\n").encode()
+
+
+# (file, replacement of line 2 or b"" to append, expected words in the error)
+SNAPSHOT_CASES = {
+    "truncated JSON": ("projects.jsonl", b'{"project_id": "x", "seat_id": \n', "not valid JSON"),
+    "trailing garbage": ("projects.jsonl", project()[:-1] + b" x\n", "not valid JSON"),
+    "not UTF-8": ("documents.jsonl", b'{"doc_id": "a\xff"}\n', "not valid UTF-8"),
+    "binary garbage": ("documents.jsonl", b"\x00\x01\x02\x9f\n", "not valid"),
+    "array": ("projects.jsonl", b"[1, 2]\n", "not a JSON object"),
+    "string": ("projects.jsonl", b'"hello"\n', "not a JSON object"),
+    "true": ("projects.jsonl", b"true\n", "not a JSON object"),
+    "empty object": ("projects.jsonl", b"{}\n", "missing fields"),
+    "missing text": ("documents.jsonl", b'{"doc_id": "d", "project_id": "p1"}\n', "missing"),
+    "lone surrogate in text": (
+        "documents.jsonl",
+        b'{"doc_id": "p1-s", "project_id": "p1", "kind": "k", "updated_at": "2026-05-01", '
+        b'"text": "a\\ud800b"}\n',
+        "surrogate",
+    ),
+    "lone low surrogate in name": ("projects.jsonl", project()[:-3] + b'\\udfff"}\n', "surrogate"),
+    "100k nested brackets": ("documents.jsonl", NESTED, "nested too deeply"),
+    "5000-digit number as a field": (
+        "documents.jsonl",
+        b'{"doc_id": "p1-n", "project_id": "p1", "kind": "k", "updated_at": "2026-05-01", '
+        + f'"text": {HUGE}}}\n'.encode(),
+        "not valid JSON",
+    ),
+    "5000-digit number in an extra field": (
+        "documents.jsonl",
+        document(doc_id="p1-m")[:-2] + f', "n": {HUGE}}}\n'.encode(),
+        "not valid JSON",
+    ),
+    "number for a name": ("projects.jsonl", project(name=3), "must be strings"),
+    "null text": ("documents.jsonl", document(text=None), "must be strings"),
+    "object text": ("documents.jsonl", document(text={"a": 1}), "must be strings"),
+    "list text": ("documents.jsonl", document(text=["a"]), "must be strings"),
+    "NaN name": ("projects.jsonl", project()[:-1].replace(b'"n"', b"NaN") + b"\n", "strings"),
+    "Infinity date": (
+        "projects.jsonl",
+        project()[:-1].replace(b'"2026-05-01"', b"Infinity") + b"\n",
+        "strings",
+    ),
+    "number date": ("projects.jsonl", project(updated_at=20260501), "must be strings"),
+    "empty id": ("projects.jsonl", project(project_id=""), "not a valid id"),
+    "id with a slash": ("projects.jsonl", project(project_id="a/b"), "not a valid id"),
+    "id with dots": ("projects.jsonl", project(project_id="a..b"), "not a valid id"),
+    "id with a space": ("projects.jsonl", project(project_id="a b"), "not a valid id"),
+    "id with a quote": ("projects.jsonl", project(project_id="a'; DROP TABLE x; --"), "valid id"),
+    "id too long": ("projects.jsonl", project(project_id="a" * 500), "not a valid id"),
+    "non-ASCII id": ("projects.jsonl", project(project_id="pü"), "not a valid id"),
+    "control character id": ("projects.jsonl", project(project_id="p\u0001"), "not a valid id"),
+    "bad doc id": ("documents.jsonl", document(doc_id="../etc/passwd"), "not a valid"),
+    "duplicate project": ("projects.jsonl", project(project_id="p1"), "duplicate project_id"),
+    "unknown seat": ("projects.jsonl", project(seat_id="nobody"), "does not exist"),
+    "unknown project": ("documents.jsonl", document(project_id="p404"), "does not exist"),
+    "unknown account": (
+        "seats.jsonl",
+        b'{"seat_id": "s9", "account_id": "nowhere", "name": "S"}\n',
+        "does not exist",
+    ),
+    "id as a number": ("projects.jsonl", project(project_id=7), "must be strings"),
+}
+
+ARGUMENT_CASES = {
+    "blank question": (["ask", "   ", "--scope", "seat:ana"], "question"),
+    "empty question": (["ask", "", "--scope", "seat:ana"], "question"),
+    "no scope": (["ask", "Which searches?"], "--scope"),
+    "scope without a level": (["ask", "q?", "--scope", "ana"], "scope"),
+    "empty scope id": (["ask", "q?", "--scope", "project:"], "scope"),
+    "scope escaping with dots": (["ask", "q?", "--scope", "project:../x"], "scope"),
+    "unknown level": (["ask", "q?", "--scope", "galaxy:1"], "scope"),
+    "scope not in the tree": (["ask", "q?", "--scope", "project:p404"], "not in the tree"),
+    "delete an unknown node": (["delete", "project:p404"], "not in the source of truth"),
+    "delete a malformed id": (["delete", "project:a/b"], "not a valid id"),
+    "load a missing directory": (["load", "/nonexistent/snapshot"], "not a directory"),
+    "--queries without --out": (["ask", "--queries", "q.jsonl"], "--out"),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bad-inputs")
+    good = good_snapshot(root / "good")
+    assert main(["--home", str(root / "home"), "load", str(good)]) == 0
+    assert main(["--home", str(root / "home"), "index", "--json"]) == 0
+    return root
+
+
+def home_bytes(home: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(home)): p.read_bytes()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and "history" not in p.parts and p.name != "hltm.lock"
+    }
+
+
+def refused(capsys, argv: list[str]) -> str:
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code == 2, out
+    assert "Traceback" not in out.err
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hltm: error: "), out.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", list(SNAPSHOT_CASES))
+def test_a_bad_snapshot_line_is_refused_with_its_file_and_line(built, tmp_path, capsys, case):
+    file, content, words = SNAPSHOT_CASES[case]
+    snap = tmp_path / "snap"
+    shutil.copytree(built / "good", snap)
+    lines = (snap / file).read_bytes().splitlines(keepends=True)
+    lines.insert(1, content)
+    (snap / file).write_bytes(b"".join(lines))
+    home = built / "home"
+    before = home_bytes(home)
+    error = refused(capsys, ["--home", str(home), "load", str(snap)])
+    assert f"{file}:2: " in error
+    assert words in error
+    assert home_bytes(home) == before
+
+
+def test_the_corpus_is_at_least_forty_cases():
+    assert len(SNAPSHOT_CASES) + len(ARGUMENT_CASES) >= 40
+
+
+@pytest.mark.parametrize("case", list(ARGUMENT_CASES))
+def test_a_bad_argument_is_refused_in_one_line(built, capsys, case):
+    argv, words = ARGUMENT_CASES[case]
+    home = built / "home"
+    before = home_bytes(home)
+    error = refused(capsys, ["--home", str(home), *argv])
+    assert words in error
+    assert home_bytes(home) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "   ", "--scope", "seat:ana", "--json"],
+        ["ask", "Which searches?", "--scope", "project:../x", "--json"],
+        ["ask", "Which searches?", "--scope", "project:p404", "--json"],
+    ],
+)
+def test_ask_json_prints_one_object_with_the_error(built, capsys, argv):
+    code = main(["--home", str(built / "home"), *argv])
+    out = capsys.readouterr()
+    assert code == 2
+    reply = json.loads(out.out)  # exactly one JSON document
+    assert reply["error"] and reply["error_type"]
+
+
+def test_ask_json_prints_one_object_with_the_answer(built, capsys):
+    code = main(["--home", str(built / "home"), "ask", "Where?", "--scope", "seat:ana", "--json"])
+    assert code == 0
+    assert "error" not in json.loads(capsys.readouterr().out)
+
+
+def test_a_home_that_cannot_be_written_still_answers(built, monkeypatch, recwarn):
+    real = database.connect
+
+    def no_writes(path, read_only=False, **kw):
+        if not read_only:
+            raise PermissionError(f"[Errno 13] Permission denied: {path}")
+        return real(path, read_only=True, **kw)
+
+    monkeypatch.setattr(database, "connect", no_writes)
+
+    with Memory(Settings(home=built / "home")) as mem:
+        result = mem.ask("Which searches are in Lisbon?", scope="seat:ana")
+    assert "project:p1" in result.references
+    assert any("query log" in str(w.message) for w in recwarn)
