@@ -37,6 +37,7 @@ telemetry:
 # policy launches); the asset then sees every key of the range in ``context.partition_keys``.
 ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
 ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
+TRIGGER_TAG = "hltm/trigger"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
@@ -99,6 +100,23 @@ class IndexResult:
         }
 
 
+def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the runs an ``hltm index`` started in its own process and never finished
+    (it was killed): under the home's writer lock no such run can still be alive. Runs that
+    ``dagster dev`` launched are its own to monitor."""
+    abandoned = instance.get_runs(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
+            tags={TRIGGER_TAG: "cli"},
+        )
+    )
+    for run in abandoned:
+        instance.report_run_failed(
+            run, "abandoned: the hltm index running it was killed (marked by the next index)"
+        )
+    return [run.run_id for run in abandoned]
+
+
 def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
     """One partition-range run; adds its timings to ``result``; True when it succeeded."""
     run = job.execute_in_process(
@@ -107,7 +125,7 @@ def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
         tags={
             ASSET_PARTITION_RANGE_START_TAG: start,
             ASSET_PARTITION_RANGE_END_TAG: end,
-            "hltm/trigger": "cli",
+            TRIGGER_TAG: "cli",
         },
         raise_on_error=False,
     )
@@ -174,6 +192,9 @@ def _run_index(
 ) -> IndexResult:
     t0 = time.perf_counter()
     complete_erasures(settings)
+    if (Path(settings.home) / "history" / "runs.db").exists():
+        with dagster_instance(settings) as instance:
+            fail_abandoned_runs(instance)
     indexer = indexer or Indexer(settings)
     if reset_vectors:
         indexer.vectors.drop_all()

@@ -47,6 +47,9 @@ class Settings:
     timeout_s: float = 60.0
     max_retries: int = 4
     max_input_tokens: int = 6000
+    #: Tokens of context the chat server serves per request (prompt + reply); None: asked of
+    #: the server (llama.cpp ``/props``, vLLM ``/v1/models``), else no limit but the above.
+    llm_context_tokens: int | None = None
     adapt_auto_approve: bool = False
 
     def __post_init__(self) -> None:
@@ -94,6 +97,8 @@ class Settings:
             values["adapt_auto_approve"] = env["HLTM_ADAPT_AUTO_APPROVE"] == "1"
         if env.get("HLTM_MAX_INPUT_TOKENS"):
             values["max_input_tokens"] = int(env["HLTM_MAX_INPUT_TOKENS"])
+        if env.get("HLTM_LLM_CONTEXT"):
+            values["llm_context_tokens"] = int(env["HLTM_LLM_CONTEXT"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -171,6 +172,16 @@ def test_an_index_killed_at_any_step_is_finished_by_running_it_again(built, tmp_
     again = hltm(home, "index")
     assert again.returncode == 0, again.stderr
     assert_erased_and_lossless(home)
+    # The run the killed index had started is marked failed, not left STARTED for good.
+    statuses = run_statuses(home)
+    assert "STARTED" not in statuses.values()
+    if point == "index:level-built":
+        assert "FAILURE" in statuses.values()
+
+
+def run_statuses(home: Path) -> dict[str, str]:
+    with sqlite3.connect(home / "history" / "runs.db") as con:
+        return dict(con.execute("SELECT run_id, status FROM runs").fetchall())
 
 
 def test_check_fails_while_an_erasure_is_pending(built, tmp_path):

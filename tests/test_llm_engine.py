@@ -142,3 +142,73 @@ def test_openai_embedder_against_the_local_server(llm_url, tmp_path):
     assert emb.model_id == "openai:smollm2-135m" and emb.dim == vecs.shape[1] > 0
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
     assert np.array_equal(vecs[0], vecs[1]) and emb.texts == 2
+
+
+@pytest.fixture(scope="module")
+def small_context_url():
+    """A llama.cpp server with 4,096 tokens of context (one slot), as Ollama-sized servers
+    have: the engine's default budgets (6,000 input tokens) do not fit in it."""
+    pytest.importorskip("xllamacpp", reason="the llmtest extra is not installed")
+    from tests.llm_server import local_llm_server
+
+    with local_llm_server(n_ctx=4096, threads=2, n_parallel=1) as url:
+        yield url
+
+
+def long_snapshot(directory: Path) -> Path:
+    """One project whose brief is about 9,000 tokens: more than the whole context."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_jsonl(directory / "accounts.jsonl", [{"account_id": "acme", "name": "Acme"}])
+    write_jsonl(
+        directory / "seats.jsonl", [{"seat_id": "ana", "account_id": "acme", "name": "Ana"}]
+    )
+    write_jsonl(
+        directory / "projects.jsonl",
+        [{"project_id": "p1", "seat_id": "ana", "name": "SRE", "updated_at": "2026-05-01"}],
+    )
+    brief = " ".join(
+        f"Note {i}: the Site Reliability Engineer works in Berlin, Germany, hybrid, and "
+        f"needs Kubernetes, Terraform and on-call experience with service {i}."
+        for i in range(300)
+    )
+    write_jsonl(
+        directory / "documents.jsonl",
+        [
+            {"doc_id": "p1-brief", "project_id": "p1", "kind": "brief", "text": brief}
+            | {"updated_at": "2026-05-01"}
+        ],
+    )
+    return directory
+
+
+def test_a_server_with_a_small_context_gets_prompts_that_fit(small_context_url, tmp_path):
+    env = llm_env(small_context_url, tmp_path / "home")
+    env.pop("HLTM_MAX_INPUT_TOKENS")  # the default budget, larger than this server's context
+    hltm(env, "load", str(long_snapshot(tmp_path / "snap")))
+    out = json.loads(hltm(env, "index", "--json"))
+    assert (out["leaves_built"], out["seats_built"], out["accounts_built"]) == (1, 1, 1)
+    assert out["failed_runs"] == []
+    answer = json.loads(hltm(env, "ask", "Where is the job?", "--scope", "seat:ana", "--json"))
+    assert "error" not in answer and answer["answer"].strip()
+
+
+def test_a_context_too_small_for_any_prompt_is_refused_at_once(small_context_url, tmp_path):
+    env = llm_env(small_context_url, tmp_path / "home") | {"HLTM_LLM_CONTEXT": "700"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "load", str(long_snapshot(tmp_path / "s"))],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "index"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 2
+    assert "HLTM_LLM_CONTEXT" in proc.stderr and "Traceback" not in proc.stderr

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hltm_resources.config import Settings
+from hltm_resources.config import ConfigError, Settings
 from hltm_resources.engines.base import (
     Answer,
     Hints,
@@ -25,7 +25,7 @@ from hltm_resources.engines.base import (
     Usage,
 )
 from hltm_resources.engines.llm import prompts
-from hltm_resources.engines.llm.client import LLMClient
+from hltm_resources.engines.llm.client import LLMClient, server_context_tokens
 from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
@@ -40,6 +40,27 @@ from hltm_resources.tokens import count_tokens
 
 MAX_INPUT_TOKENS = 6000
 MAX_REPLY_TOKENS = 6000
+#: On a server with a small context a reply may take at most this share of it.
+REPLY_SHARE = 0.5
+#: Tokens of chat framing around the system prompt and the input (role markers, template).
+FRAMING_TOKENS = 64
+#: Fewer input tokens than this per call and the memory would be built from scraps: refuse.
+MIN_INPUT_TOKENS = 512
+#: The reply the check at start reserves (each call's is its schema's bound, cut to fit).
+REPLY_FLOOR = 512
+_SYSTEM_PROMPTS = (
+    prompts.FACETS_SYSTEM,
+    prompts.QA_SYSTEM,
+    prompts.DETAILED_SYSTEM,
+    prompts.CONCISE_SYSTEM,
+    prompts.AGGREGATE_SYSTEM,
+    prompts.PARSE_SYSTEM,
+    prompts.ANSWER_SYSTEM,
+)
+
+
+class ContextTooSmallError(ConfigError):
+    """The chat server's context cannot hold a prompt, a useful input and a reply."""
 
 
 # -- reply models (validation) ----------------------------------------------------------------
@@ -257,16 +278,43 @@ class OpenAIAgents(MemoryAgents):
         client: LLMClient,
         max_input_tokens: int = MAX_INPUT_TOKENS,
         schema: TreeSchema = DEFAULT_SCHEMA,
+        context_tokens: int | None = None,
     ):
         super().__init__(schema)
         client.usage = self.usage
         self.client = client
         self.engine_id = f"openai:{client.model}:{prompts.PROMPT_VERSION}"
         self.max_input_tokens = max_input_tokens
+        self.context_tokens = context_tokens
+        if context_tokens is not None:
+            # Refuse at once, not after the first leaf: the longest prompt with a modest reply.
+            longest = max(_SYSTEM_PROMPTS, key=count_tokens)
+            self._budgets("the longest prompt", longest, REPLY_FLOOR)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIAgents:
-        return cls(LLMClient(settings, Usage()), settings.max_input_tokens, settings.schema)
+        return cls(
+            LLMClient(settings, Usage()),
+            settings.max_input_tokens,
+            settings.schema,
+            server_context_tokens(settings),
+        )
+
+    def _budgets(self, agent: str, system: str, reply: int) -> tuple[int, int]:
+        """(input tokens, reply tokens) of one call: the configured input budget and the
+        reply's bound, both cut to fit the server's context when it is known."""
+        if self.context_tokens is None:
+            return self.max_input_tokens, reply
+        reply = min(reply, int(self.context_tokens * REPLY_SHARE))
+        room = self.context_tokens - reply - count_tokens(system) - FRAMING_TOKENS
+        if room < MIN_INPUT_TOKENS:
+            raise ContextTooSmallError(
+                f"the chat server serves {self.context_tokens} tokens of context per request; "
+                f"{agent} and its reply leave {room} for the input, under {MIN_INPUT_TOKENS}: "
+                "start the server with a larger context (llama.cpp --ctx-size, per slot; "
+                "Ollama num_ctx) or, if it has one, set HLTM_LLM_CONTEXT to it"
+            )
+        return min(self.max_input_tokens, room), reply
 
     def _call(
         self,
@@ -279,13 +327,16 @@ class OpenAIAgents(MemoryAgents):
         validate=None,
     ):
         self.usage.add(engine_calls=1)
+        budget, reply = self._budgets(
+            f"the {agent} prompt", system, min(token_ceiling(schema), MAX_REPLY_TOKENS)
+        )
         return self.client.structured(
             agent,
             system,
-            _fit(user, self.max_input_tokens),
+            _fit(user, budget),
             model_cls,
             node_id=node_id,
-            max_tokens=min(token_ceiling(schema), MAX_REPLY_TOKENS),
+            max_tokens=reply,
             validate=validate,
             schema=schema,
         )

@@ -20,6 +20,7 @@ import json
 import random
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -104,6 +105,33 @@ def make_openai_client(settings: Settings):
         timeout=settings.timeout_s,
         max_retries=0,
     )
+
+
+def server_context_tokens(settings: Settings, timeout_s: float = 5.0) -> int | None:
+    """The context a chat server serves per request, if it says: ``HLTM_LLM_CONTEXT``, else
+    llama.cpp's ``/props`` (``n_ctx`` of a slot) or vLLM's ``max_model_len`` in
+    ``/v1/models``; None when neither answers (hosted APIs: their contexts are large)."""
+    if settings.llm_context_tokens:
+        return settings.llm_context_tokens
+    if not settings.base_url or settings.azure_api_version:
+        return None
+    base = settings.base_url.rstrip("/")
+    root = base.removesuffix("/v1")
+    for url, read in (
+        (f"{root}/props", lambda d: d["default_generation_settings"]["n_ctx"]),
+        (f"{base}/models", lambda d: min(m["max_model_len"] for m in d["data"])),
+    ):
+        try:
+            request = urllib.request.Request(
+                url, headers={"Authorization": f"Bearer {settings.api_key or ''}"}
+            )
+            with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+                value = int(read(json.load(reply)))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if value > 0:
+            return value
+    return None
 
 
 _ASK_SHORTER = (
