@@ -7,9 +7,7 @@ recorded in the home's Dagster instance, so they show in the UI.
 
 from __future__ import annotations
 
-import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,16 +21,12 @@ from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
 from hltm_resources.stores.lock import home_lock
+from hltm_resources.stores.run_history import open_instance
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
-# daemon monitors it) and every later `hltm index` would wait on it. Store writes tolerate
-# concurrent writers (short DuckDB transactions with lock retries); `dagster dev` (the repo's
-# dagster.yaml) still serializes its own runs with the `hltm_writer` pool.
-INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dagster dev` started
-# from the repo root with HLTM_HOME pointing here uses the same storage (repo dagster.yaml).
-telemetry:
-  enabled: false
-"""
+# daemon monitors it) and every later `hltm index` would wait on it. The home's writer lock
+# serializes writers across processes; `dagster dev` (the repo's dagster.yaml) still
+# serializes its own runs with the `hltm_writer` pool.
 # The tags Dagster itself puts on a partition-range run (what a backfill with a single-run
 # policy launches); the asset then sees every key of the range in ``context.partition_keys``.
 ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -41,18 +35,9 @@ TRIGGER_TAG = "hltm/trigger"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-@contextmanager
 def dagster_instance(settings: Settings):
     """The Dagster instance whose storage lives in the home."""
-    home = Path(settings.home)
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_YAML)
-    logging.getLogger("dagster").setLevel(logging.ERROR)
-    # A regular persistent instance rooted at the home (reads home/dagster.yaml).
-    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
-        yield instance
+    return open_instance(settings)
 
 
 @dataclass

@@ -16,6 +16,7 @@ FAULT_POINTS = (
     "delete:committed",  # the SOT transaction (with the erasure journal) committed
     "load:committed",
     "erase:vectors-deleted",  # rows deleted in LanceDB, old versions still on disk
+    "erase:runs-deleted",  # Dagster runs of the nodes deleted, vectors and caches before
     "erase:stores-clean",  # vectors and caches erased, journal still there
     "erase:marked",  # rewrite marker written, journal still there
     "erase:journal-cleared",  # journal gone, DuckDB file not yet rewritten

@@ -25,8 +25,10 @@ from hltm_resources.faults import ENV, FAULT_POINTS
 from query import Memory
 from tests.conftest import write_jsonl
 
-#: Stated only in project p2's documents (and its name).
+#: Stated only in project p2's id, name and documents: node ids may be e-mail addresses, so
+#: they must go too (Dagster's run history names partitions and nodes).
 SENTINEL = "quokkaumbra5821"
+P2 = f"p2-{SENTINEL}"
 
 ERASE_POINTS = [p for p in FAULT_POINTS if p.startswith(("erase:", "rewrite:"))]
 DELETE_POINTS = ["delete:committed", *ERASE_POINTS]
@@ -46,7 +48,7 @@ def snapshot(directory: Path, with_p2: bool = True) -> Path:
     )
     projects = [("p1", "ana", "Data Engineer"), ("p3", "ben", "Nurse")]
     if with_p2:
-        projects.insert(1, ("p2", "ana", f"Platform Engineer {SENTINEL}"))
+        projects.insert(1, (P2, "ana", f"Platform Engineer {SENTINEL}"))
     write_jsonl(
         directory / "projects.jsonl",
         [
@@ -60,8 +62,8 @@ def snapshot(directory: Path, with_p2: bool = True) -> Path:
     ]
     if with_p2:
         docs += [
-            ("p2", '{"job_title": "Platform Engineer", "office_location": "Berlin, Germany"}'),
-            ("p2", f"The hiring manager insists on {SENTINEL} experience for this search."),
+            (P2, '{"job_title": "Platform Engineer", "office_location": "Berlin, Germany"}'),
+            (P2, f"The hiring manager insists on {SENTINEL} experience for this search."),
         ]
     write_jsonl(
         directory / "documents.jsonl",
@@ -105,11 +107,13 @@ def built(tmp_path_factory) -> Path:
         done = hltm(home, *args)
         assert done.returncode == 0, done.stderr
     snapshot(root / "without-p2", with_p2=False)
-    # The search below can see the sentinel where it is stored: in the DuckDB file and in
-    # LanceDB's data files (else "absent afterwards" would prove nothing).
+    # The search below can see the sentinel where it is stored: in the DuckDB file, in
+    # LanceDB's data files and in Dagster's run history (else "absent afterwards" would
+    # prove nothing).
     held = files_holding(home, SENTINEL)
     assert "hltm.duckdb" in held
     assert any(f.startswith("lancedb/") for f in held)
+    assert any(f.startswith("history/") for f in held)
     return root
 
 
@@ -131,16 +135,16 @@ def no_answer_cites_p2(home: Path) -> None:
     with Memory(Settings(home=home), log_queries=False) as mem:
         for scope in ("account:acme", "seat:ana"):
             for question in (f"Who needs {SENTINEL}?", "Which searches are in Berlin?"):
-                assert "project:p2" not in mem.ask(question, scope=scope).references
+                assert f"project:{P2}" not in mem.ask(question, scope=scope).references
 
 
 @pytest.mark.parametrize("point", DELETE_POINTS)
 def test_a_delete_killed_at_any_step_is_finished_by_running_it_again(built, tmp_path, point):
     home = copy_home(built, tmp_path)
-    killed = hltm(home, "delete", "project:p2", fault=point)
+    killed = hltm(home, "delete", f"project:{P2}", fault=point)
     assert killed.returncode == -9, killed.stderr
     no_answer_cites_p2(home)
-    again = hltm(home, "delete", "project:p2")
+    again = hltm(home, "delete", f"project:{P2}")
     # Killed after its transaction, the deletion is already recorded: the re-run finishes its
     # erasure and either rebuilds the ancestors or (the journal already done) says the
     # project is gone; an index then rebuilds what is left.
@@ -186,7 +190,7 @@ def run_statuses(home: Path) -> dict[str, str]:
 
 def test_check_fails_while_an_erasure_is_pending(built, tmp_path):
     home = copy_home(built, tmp_path)
-    killed = hltm(home, "delete", "project:p2", fault="delete:committed")
+    killed = hltm(home, "delete", f"project:{P2}", fault="delete:committed")
     assert killed.returncode == -9
     check = hltm(home, "check")
     assert check.returncode == 1
@@ -195,4 +199,4 @@ def test_check_fails_while_an_erasure_is_pending(built, tmp_path):
         Memory(Settings(home=home), log_queries=False) as mem,
         pytest.raises(ScopeError, match="was deleted"),
     ):
-        mem.ask("Which searches are in Berlin?", scope="project:p2")
+        mem.ask("Which searches are in Berlin?", scope=f"project:{P2}")

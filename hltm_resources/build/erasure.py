@@ -1,5 +1,5 @@
 """Erasing nodes everywhere they leave a trace: memory rows, vectors (every version), caches,
-the query log, free blocks of the DuckDB file.
+the query log, Dagster's run history, free blocks of the DuckDB file.
 
 An erasure is an intent recorded before anything is erased: the transaction that takes nodes
 out of the source of truth also writes their ids to ``erasure_pending``. The stores outside
@@ -21,6 +21,7 @@ from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import erase_rows
+from hltm_resources.stores.run_history import erase_runs
 from hltm_resources.stores.vectors import VectorStore
 
 JOURNAL_DDL = (
@@ -117,6 +118,8 @@ def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
     from hltm_resources.stores.llm_cache import purge_nodes
 
     purge_nodes(settings, node_ids)
+    erase_runs(settings, node_ids)
+    fault("erase:runs-deleted")
 
 
 def _sync(path: Path) -> None:

@@ -1,0 +1,119 @@
+"""The home's Dagster storage, seen as one more store an erasure must reach.
+
+Dagster records each run with its partition-range tags, and its event log names every
+partition it planned, materialized or failed, with the metadata the assets attached (node
+ids, which may be e-mail addresses). Erasing a node removes every run that touched its
+partition, whole (the other nodes of such a run keep their memory; the UI shows them as not
+materialized until their next build), the runs' compute logs, the assets' cached status, and
+then rewrites the SQLite files so no freed page keeps a copy.
+
+Dagster is imported only here and only when the home has run history.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from hltm_resources.config import Settings
+
+INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dagster dev` started
+# from the repo root with HLTM_HOME pointing here uses the same storage (repo dagster.yaml).
+telemetry:
+  enabled: false
+"""
+RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
+PARTITION_TAG = "dagster/partition"
+_LIMIT = 10_000
+
+
+def has_history(settings: Settings) -> bool:
+    return (Path(settings.home) / "history" / "runs.db").exists()
+
+
+@contextmanager
+def open_instance(settings: Settings) -> Iterator:
+    """The Dagster instance whose storage lives in the home."""
+    import logging
+
+    import dagster as dg
+
+    home = Path(settings.home)
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    logging.getLogger("dagster").setLevel(logging.ERROR)
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        yield instance
+
+
+def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
+    """Delete every run that touched a partition of ``node_ids``; returns the run ids."""
+    if not node_ids or not has_history(settings):
+        return []
+    import dagster as dg
+
+    schema = settings.schema
+    targets: dict[str, set[str]] = {}
+    for node in node_ids:
+        level, _, raw = node.partition(":")
+        if level in schema.names:
+            targets.setdefault(schema.level(level).asset, set()).add(raw)
+    runs: set[str] = set()
+    with open_instance(settings) as instance:
+        for asset, keys in targets.items():
+            key = dg.AssetKey(asset)
+            records_filter = dg.AssetRecordsFilter(asset_key=key, asset_partitions=sorted(keys))
+            for fetch in (
+                instance.fetch_materializations,
+                instance.fetch_planned_materializations,
+                instance.fetch_failed_materializations,
+            ):
+                runs.update(r.run_id for r in fetch(records_filter, limit=_LIMIT).records)
+            for raw in keys:
+                for tag in (*RANGE_TAGS, PARTITION_TAG):
+                    found = instance.get_runs(filters=dg.RunsFilter(tags={tag: raw}))
+                    runs.update(run.run_id for run in found)
+        for run_id in sorted(runs):
+            instance.delete_run(run_id)
+            shutil.rmtree(Path(settings.home) / "storage" / run_id, ignore_errors=True)
+        instance.wipe_asset_cached_status([dg.AssetKey(asset) for asset in targets])
+    _forget_latest(settings, runs)
+    compact_files(settings)
+    return sorted(runs)
+
+
+def _forget_latest(settings: Settings, runs: set[str]) -> None:
+    """The asset index keeps a copy of each asset's latest materialization event (with its
+    metadata): forget the copies that came from a deleted run (the next build writes it
+    again). Plain SQL on Dagster's SQLite index: no API resets this column."""
+    index = Path(settings.home) / "history" / "runs" / "index.db"
+    if not runs or not index.exists():
+        return
+    con = sqlite3.connect(index)
+    try:
+        with con:
+            for run_id in sorted(runs):
+                con.execute(
+                    "UPDATE asset_keys SET last_materialization = NULL, "
+                    "last_materialization_timestamp = NULL, last_run_id = NULL "
+                    "WHERE last_run_id = ? OR last_materialization LIKE ?",
+                    [run_id, f"%{run_id}%"],
+                )
+    finally:
+        con.close()
+
+
+def compact_files(settings: Settings) -> None:
+    """Rewrite every SQLite file of the run history (freed pages keep deleted rows)."""
+    home = Path(settings.home)
+    for path in sorted([*home.glob("history/**/*.db"), *home.glob("schedules/*.db")]):
+        con = sqlite3.connect(path)
+        try:
+            con.execute("VACUUM")
+        finally:
+            con.close()
