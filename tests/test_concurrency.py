@@ -218,3 +218,10 @@ def test_a_moved_project_leaves_its_old_account_s_answers_at_load_time(home, bui
     assert hltm(home, "index").returncode == 0
     assert "project:p1" in cited(home, question, "account:zeta")
     assert "project:p1" not in cited(home, question, "account:acme")
+
+
+def test_a_seat_emptied_by_a_deletion_answers_from_its_projects_until_rebuilt(home):
+    done = hltm(home, "delete", "project:p2", "--no-rebuild")
+    assert done.returncode == 0, done.stderr
+    # The seat's own memory is emptied (no vectors), its remaining projects still answer.
+    assert cited(home, "Which searches are in Lisbon?", "seat:ana") == ["project:p4"]

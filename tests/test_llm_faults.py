@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,18 @@ def test_killed_run_is_resumed_from_the_cache(tmp_path, snapshot_dir, world):
     )
     assert result["llm_calls"] < 4 * len(world.projects) + n_nodes - len(world.projects)
     assert paid_first >= 6
+
+
+def test_an_unreachable_endpoint_builds_no_parent_from_no_children(tmp_path, monkeypatch):
+    from hltm_assets.runner import run_index
+    from tests.test_concurrency import snapshot
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = replace(llm_settings(tmp_path / "home", "http://127.0.0.1:9/v1"), max_retries=0)
+    load_snapshot(settings, snapshot(tmp_path / "snap"))
+    result = run_index(settings)
+    assert result.built == {"project": 0, "seat": 0, "account": 0}
+    assert {f.split(":")[0] for f in result.failed} == {"project", "seat", "account"}
+    assert len(result.failed) == 4 + 2 + 2  # every leaf, and every parent refused
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 0

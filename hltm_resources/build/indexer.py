@@ -27,6 +27,7 @@ from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_h
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import (
+    INVALIDATED,
     BuildMeta,
     NodeState,
     erase_rows,
@@ -53,6 +54,10 @@ BuildLevel = Callable[[str, Sequence[str]], object]
 
 class StaleTopologyError(RuntimeError):
     """Dagster's partitions no longer match the source of truth."""
+
+
+class ChildrenNotBuiltError(ValueError):
+    """A parent whose children are not all built: never aggregated from some of them."""
 
 
 class NodeBuildError(RuntimeError):
@@ -256,7 +261,20 @@ class Indexer:
             memory = self.agents.build_leaf(node, node_docs, self.hints)
             memory = replace(memory, evidence=leaf_passages(node_docs))
             return node, memory, self.leaf_hash(node, node_docs), len(node_docs)
-        children = [(c, memories[c.node_id]) for c in kids[node.node_id] if c.node_id in memories]
+        unbuilt = [
+            c.node_id
+            for c in kids[node.node_id]
+            if c.node_id not in memories
+            or c.node_id not in states
+            or states[c.node_id].input_hash == INVALIDATED
+        ]
+        if unbuilt:  # aggregating the others would drop these children's facts silently
+            raise ChildrenNotBuiltError(
+                f"{len(unbuilt)} of its {len(kids[node.node_id])} children have no memory "
+                f"({', '.join(unbuilt[:3])}{', ...' if len(unbuilt) > 3 else ''}): their builds "
+                "failed or have not run; it is built once they are (hltm index)"
+            )
+        children = [(c, memories[c.node_id]) for c in kids[node.node_id]]
         memory = self.agents.aggregate(node, children, self.hints)
         return node, memory, self.parent_hash(node, kids[node.node_id], states), 0
 
