@@ -15,13 +15,13 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.definitions import build_definitions, level_job_name
+from hltm_assets.history import open_instance
 from hltm_assets.partitions import TreePartitions, contiguous_ranges, tree_partitions
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
 from hltm_resources.stores.lock import home_lock
-from hltm_resources.stores.run_history import open_instance
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
 # daemon monitors it) and every later `hltm index` would wait on it. The home's writer lock

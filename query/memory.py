@@ -597,7 +597,7 @@ class Memory:
         )
         if stamp != self._erasing_stamp:
             try:
-                self._erasing_nodes = pending_erasures(self.settings, timeout_s=0.5)
+                self._erasing_nodes = pending_erasures(self.settings, timeout_s=0.2)
                 self._erasing_stamp = stamp
             except StoreBusyError:
                 pass

@@ -21,6 +21,38 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+def write_tree(
+    directory: Path,
+    seats: dict[str, str],
+    projects: list[tuple[str, str, str]],
+    documents: list[tuple[str, str, str]],
+    date: str = "2026-05-01",
+) -> Path:
+    """A hand-written snapshot: ``seats`` {seat: account} (accounts named after their ids),
+    ``projects`` (id, seat, name), ``documents`` (doc id, project, text), all dated ``date``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    accounts = dict.fromkeys(seats.values())
+    write_jsonl(
+        directory / "accounts.jsonl", [{"account_id": a, "name": a.title()} for a in accounts]
+    )
+    write_jsonl(
+        directory / "seats.jsonl",
+        [{"seat_id": s, "account_id": a, "name": s.title()} for s, a in seats.items()],
+    )
+    write_jsonl(
+        directory / "projects.jsonl",
+        [{"project_id": p, "seat_id": s, "name": n, "updated_at": date} for p, s, n in projects],
+    )
+    write_jsonl(
+        directory / "documents.jsonl",
+        [
+            {"doc_id": d, "project_id": p, "kind": "note", "text": t, "updated_at": date}
+            for d, p, t in documents
+        ],
+    )
+    return directory
+
+
 @pytest.fixture(scope="session")
 def world() -> World:
     return small_world()

@@ -17,34 +17,19 @@ from hltm_assets.cli import main
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from query import Memory
-from tests.conftest import write_jsonl
+from tests.conftest import write_tree
 
 NESTED = b"[" * 100_000 + b"\n"
 HUGE = "9" * 5000
 
 
 def good_snapshot(directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    write_jsonl(directory / "accounts.jsonl", [{"account_id": "acme", "name": "Acme"}])
-    write_jsonl(
-        directory / "seats.jsonl", [{"seat_id": "ana", "account_id": "acme", "name": "Ana"}]
+    return write_tree(
+        directory,
+        {"ana": "acme"},
+        [("p1", "ana", "Data Engineer"), ("p2", "ana", "Nurse")],
+        [("p1-d", "p1", "Data Engineer, Lisbon"), ("p2-d", "p2", "Nurse, Dublin")],
     )
-    write_jsonl(
-        directory / "projects.jsonl",
-        [
-            {"project_id": p, "seat_id": "ana", "name": n, "updated_at": "2026-05-01"}
-            for p, n in (("p1", "Data Engineer"), ("p2", "Nurse"))
-        ],
-    )
-    write_jsonl(
-        directory / "documents.jsonl",
-        [
-            {"doc_id": f"{p}-d", "project_id": p, "kind": "req", "text": text}
-            | {"updated_at": "2026-05-01"}
-            for p, text in (("p1", "Data Engineer, Lisbon"), ("p2", "Nurse, Dublin"))
-        ],
-    )
-    return directory
 
 
 def project(**fields: object) -> bytes:

@@ -22,24 +22,12 @@ from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from query import Memory
-from tests.conftest import write_jsonl
+from tests.conftest import write_tree
 from tests.test_faults import hltm
 
 
 def snapshot(directory: Path, p1_account: str = "acme", drop: tuple[str, ...] = ()) -> Path:
     """Two accounts with one recruiter each; p1 is a Berlin search at ``p1_account``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    write_jsonl(
-        directory / "accounts.jsonl",
-        [{"account_id": "acme", "name": "Acme"}, {"account_id": "zeta", "name": "Zeta"}],
-    )
-    write_jsonl(
-        directory / "seats.jsonl",
-        [
-            {"seat_id": "ana", "account_id": "acme", "name": "Ana"},
-            {"seat_id": "zed", "account_id": "zeta", "name": "Zed"},
-        ],
-    )
     seat = {"acme": "ana", "zeta": "zed"}[p1_account]
     projects = [
         ("p1", seat, "Platform Engineer Berlin"),
@@ -54,22 +42,12 @@ def snapshot(directory: Path, p1_account: str = "acme", drop: tuple[str, ...] = 
         "p4": '{"job_title": "Product Designer", "office_location": "Lisbon, Portugal"}',
     }
     kept = [p for p in projects if p[0] not in drop]
-    write_jsonl(
-        directory / "projects.jsonl",
-        [
-            {"project_id": p, "seat_id": s, "name": n, "updated_at": "2026-05-01"}
-            for p, s, n in kept
-        ],
+    return write_tree(
+        directory,
+        {"ana": "acme", "zed": "zeta"},
+        kept,
+        [(f"{p}-d", p, docs[p]) for p, _, _ in kept],
     )
-    write_jsonl(
-        directory / "documents.jsonl",
-        [
-            {"doc_id": f"{p}-d", "project_id": p, "kind": "req", "text": docs[p]}
-            | {"updated_at": "2026-05-01"}
-            for p, _, _ in kept
-        ],
-    )
-    return directory
 
 
 @pytest.fixture(scope="module")

@@ -103,15 +103,33 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert (
         not check.passed and check.metadata["nodes_with_problems"].value == len(world.projects) - 1
     )
+    # A seat is never aggregated from some of its projects: refused, naming the others...
     assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
-    seat = dg.materialize(
-        assets,
-        selection=["seat_memory"],
-        partition_key=project["seat_id"],
-        resources={"hltm": resource},
-        instance=dg.DagsterInstance.ephemeral(),
+
+    def materialize(selection: str, key: str) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            assets,
+            selection=[selection],
+            partition_key=key,
+            resources={"hltm": resource},
+            instance=dg.DagsterInstance.ephemeral(),
+            raise_on_error=False,
+        )
+
+    siblings = [
+        p["project_id"]
+        for p in world.projects
+        if p["seat_id"] == project["seat_id"] and p != project
+    ]
+    refused = materialize("seat_memory", project["seat_id"])
+    assert not refused.success
+    assert "ChildrenNotBuiltError" in str(refused.all_events) and siblings[0] in str(
+        refused.all_events
     )
-    assert seat.success
+    # ... and built once they are.
+    for sibling in siblings:
+        assert materialize("project_memory", sibling).success
+    assert materialize("seat_memory", project["seat_id"]).success
 
 
 def test_stale_mapping_is_refused(fresh_home, world, snapshot_dir, tmp_path):

@@ -23,7 +23,7 @@ from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
 from hltm_resources.faults import ENV, FAULT_POINTS
 from query import Memory
-from tests.conftest import write_jsonl
+from tests.conftest import write_tree
 
 #: Stated only in project p2's id, name and documents: node ids may be e-mail addresses, so
 #: they must go too (Dagster's run history names partitions and nodes).
@@ -37,43 +37,18 @@ INDEX_POINTS = [p for p in FAULT_POINTS if p.startswith("index:")]
 
 
 def snapshot(directory: Path, with_p2: bool = True) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    write_jsonl(directory / "accounts.jsonl", [{"account_id": "acme", "name": "Acme"}])
-    write_jsonl(
-        directory / "seats.jsonl",
-        [
-            {"seat_id": "ana", "account_id": "acme", "name": "Ana"},
-            {"seat_id": "ben", "account_id": "acme", "name": "Ben"},
-        ],
-    )
     projects = [("p1", "ana", "Data Engineer"), ("p3", "ben", "Nurse")]
-    if with_p2:
-        projects.insert(1, (P2, "ana", f"Platform Engineer {SENTINEL}"))
-    write_jsonl(
-        directory / "projects.jsonl",
-        [
-            {"project_id": p, "seat_id": s, "name": n, "updated_at": "2026-05-01"}
-            for p, s, n in projects
-        ],
-    )
     docs = [
-        ("p1", '{"job_title": "Data Engineer", "office_location": "Lisbon, Portugal"}'),
-        ("p3", '{"job_title": "Registered Nurse", "office_location": "Dublin, Ireland"}'),
+        ("p1-d0", "p1", '{"job_title": "Data Engineer", "office_location": "Lisbon, Portugal"}'),
+        ("p3-d0", "p3", '{"job_title": "Registered Nurse", "office_location": "Dublin, Ireland"}'),
     ]
     if with_p2:
+        projects.insert(1, (P2, "ana", f"Platform Engineer {SENTINEL}"))
         docs += [
-            (P2, '{"job_title": "Platform Engineer", "office_location": "Berlin, Germany"}'),
-            (P2, f"The hiring manager insists on {SENTINEL} experience for this search."),
+            ("p2-d0", P2, '{"job_title": "Platform Engineer", "office_location": "Berlin"}'),
+            ("p2-d1", P2, f"The hiring manager insists on {SENTINEL} experience for this search."),
         ]
-    write_jsonl(
-        directory / "documents.jsonl",
-        [
-            {"doc_id": f"{p}-d{i}", "project_id": p, "kind": "note", "text": t}
-            | {"updated_at": "2026-05-01"}
-            for i, (p, t) in enumerate(docs)
-        ],
-    )
-    return directory
+    return write_tree(directory, {"ana": "acme", "ben": "acme"}, projects, docs)
 
 
 def hltm(home: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ from hltm_resources.build.checks import check_level
 from hltm_resources.config import Settings
 from hltm_resources.engines.llm.prompts import PROMPT_VERSION
 from hltm_resources.stores import database
-from tests.conftest import write_jsonl
+from tests.conftest import write_jsonl, write_tree
 
 pytestmark = pytest.mark.llm
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,28 +157,12 @@ def small_context_url():
 
 def long_snapshot(directory: Path) -> Path:
     """One project whose brief is about 9,000 tokens: more than the whole context."""
-    directory.mkdir(parents=True, exist_ok=True)
-    write_jsonl(directory / "accounts.jsonl", [{"account_id": "acme", "name": "Acme"}])
-    write_jsonl(
-        directory / "seats.jsonl", [{"seat_id": "ana", "account_id": "acme", "name": "Ana"}]
-    )
-    write_jsonl(
-        directory / "projects.jsonl",
-        [{"project_id": "p1", "seat_id": "ana", "name": "SRE", "updated_at": "2026-05-01"}],
-    )
     brief = " ".join(
         f"Note {i}: the Site Reliability Engineer works in Berlin, Germany, hybrid, and "
         f"needs Kubernetes, Terraform and on-call experience with service {i}."
         for i in range(300)
     )
-    write_jsonl(
-        directory / "documents.jsonl",
-        [
-            {"doc_id": "p1-brief", "project_id": "p1", "kind": "brief", "text": brief}
-            | {"updated_at": "2026-05-01"}
-        ],
-    )
-    return directory
+    return write_tree(directory, {"ana": "acme"}, [("p1", "ana", "SRE")], [("p1-b", "p1", brief)])
 
 
 def test_a_server_with_a_small_context_gets_prompts_that_fit(small_context_url, tmp_path):

@@ -13,7 +13,8 @@ has completed once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +22,6 @@ from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import erase_rows
-from hltm_resources.stores.run_history import erase_runs
 from hltm_resources.stores.vectors import VectorStore
 
 JOURNAL_DDL = (
@@ -32,6 +32,25 @@ JOURNAL_DDL = (
 GONE, EMPTIED = "gone", "emptied"
 #: Next to the DuckDB file: "the file still holds freed blocks of erased rows: rewrite it".
 REWRITE_MARKER = ".rewrite-pending"
+
+#: Stores outside this package that keep traces of nodes, erased by plug-ins registered at
+#: import (``hltm_assets`` registers Dagster's run history): name -> erase(settings, ids).
+OUTER_STORES: dict[str, Callable[[Settings, Sequence[str]], object]] = {}
+RUN_HISTORY = "Dagster's run history"
+
+
+def register_outer_store(name: str, erase: Callable[[Settings, Sequence[str]], object]) -> None:
+    OUTER_STORES[name] = erase
+
+
+def has_run_history(settings: Settings) -> bool:
+    """Whether the home holds Dagster storage (``hltm index`` or ``dagster dev`` ran)."""
+    return (settings.home / "history" / "runs.db").exists()
+
+
+def _unreachable_stores(settings: Settings) -> list[str]:
+    """Stores this home holds that no plug-in of this process can erase."""
+    return [RUN_HISTORY] if has_run_history(settings) and RUN_HISTORY not in OUTER_STORES else []
 
 
 def scrub_database(
@@ -90,10 +109,22 @@ def erasure_pending(settings: Settings) -> bool:
 def complete_erasures(settings: Settings) -> list[str]:
     """Finish every recorded erasure: vectors and their old table versions, cached LLM
     replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
-    nodes = sorted(pending_erasures(settings))
+    pending = pending_erasures(settings)
+    nodes = sorted(pending)
+    gone = [n for n in nodes if pending[n] == GONE]
     marker = marker_path(settings)
+    if nodes and (missing := _unreachable_stores(settings)):
+        # Finish what this process can; the journal stays for one that reaches the rest.
+        erase_everywhere(settings, nodes, gone)
+        warnings.warn(
+            f"erasure of {len(nodes)} nodes not complete: {', '.join(missing)} is erased by "
+            "the hltm command line (run hltm index); hltm check fails until then",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return []
     if nodes:
-        erase_everywhere(settings, nodes)
+        erase_everywhere(settings, nodes, gone)
         fault("erase:stores-clean")
         marker.write_text("rewrite the DuckDB file: freed blocks hold erased rows\n")
         _sync(marker)
@@ -108,8 +139,12 @@ def complete_erasures(settings: Settings) -> list[str]:
     return nodes
 
 
-def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
-    """Remove vectors (and their old table versions) and cached LLM outputs of ``node_ids``."""
+def erase_everywhere(
+    settings: Settings, node_ids: Sequence[str], gone: Sequence[str] | None = None
+) -> None:
+    """Remove vectors (and their old table versions) and cached LLM outputs of ``node_ids``,
+    and the records the outer stores keep of the ``gone`` ones (default: all of them; nodes
+    only emptied keep their run history)."""
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
     if node_ids:
         store.delete_nodes(node_ids)
@@ -118,7 +153,8 @@ def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
     from hltm_resources.stores.llm_cache import purge_nodes
 
     purge_nodes(settings, node_ids)
-    erase_runs(settings, node_ids)
+    for erase in OUTER_STORES.values():
+        erase(settings, node_ids if gone is None else gone)
     fault("erase:runs-deleted")
 
 

@@ -7,7 +7,9 @@ partition, whole (the other nodes of such a run keep their memory; the UI shows 
 materialized until their next build), the runs' compute logs, the assets' cached status, and
 then rewrites the SQLite files so no freed page keeps a copy.
 
-Dagster is imported only here and only when the home has run history.
+Registered with the erasure of :mod:`hltm_resources.build.erasure` when this package is
+imported (every ``hltm`` command imports it); Dagster itself is imported only when a home's
+history is touched, so ``hltm ask`` never loads it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from hltm_resources.build.erasure import has_run_history
 from hltm_resources.config import Settings
 
 INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dagster dev` started
@@ -28,10 +31,6 @@ telemetry:
 RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
 PARTITION_TAG = "dagster/partition"
 _LIMIT = 10_000
-
-
-def has_history(settings: Settings) -> bool:
-    return (Path(settings.home) / "history" / "runs.db").exists()
 
 
 @contextmanager
@@ -53,7 +52,7 @@ def open_instance(settings: Settings) -> Iterator:
 
 def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
     """Delete every run that touched a partition of ``node_ids``; returns the run ids."""
-    if not node_ids or not has_history(settings):
+    if not node_ids or not has_run_history(settings):
         return []
     import dagster as dg
 
