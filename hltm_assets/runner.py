@@ -35,9 +35,8 @@ TRIGGER_TAG = "hltm/trigger"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-def dagster_instance(settings: Settings):
-    """The Dagster instance whose storage lives in the home."""
-    return open_instance(settings)
+#: The Dagster instance whose storage lives in the home (a context manager).
+dagster_instance = open_instance
 
 
 @dataclass
