@@ -72,3 +72,32 @@ def test_two_builds_are_byte_identical(tmp_path, snapshot_dir, built_home):
             }
 
     assert dump(other) == dump(built_home)
+
+
+def test_a_build_that_overflows_the_vector_cache_stores_the_same_memory(
+    tmp_path, snapshot_dir, built_home
+):
+    from hltm_resources.config import Settings
+
+    small = Settings(home=tmp_path / "small-cache")
+    load_snapshot(small, snapshot_dir)
+    # Three vectors fit: every chunk of every level clears the cache, many times over.
+    indexer = Indexer(small, embed_cache_size=3)
+    indexer.build_all()
+    assert indexer.embedder.texts > 10 * indexer.embed_cache_size
+
+    def rows(settings):
+        with database.connect(settings.duckdb_path, read_only=True) as con:
+            memory = con.execute(
+                "SELECT node_id, input_hash, memory_hash FROM memory_nodes ORDER BY node_id"
+            ).fetchall()
+        store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
+        vectors = {}
+        for name in TABLES:
+            table = store.scan(name, ["node_id", "text", "vector"])
+            columns = (table.column(c).to_pylist() for c in ("node_id", "text", "vector"))
+            for node, text, vec in zip(*columns, strict=True):
+                vectors[(name, node, text)] = vec
+        return memory, vectors
+
+    assert rows(small) == rows(built_home)

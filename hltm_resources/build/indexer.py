@@ -121,10 +121,12 @@ class Indexer:
         embedder: Embedder | None = None,
         hints: Hints | None = None,
         write_vectors: bool = True,
+        embed_cache_size: int = EMBED_CACHE_SIZE,
     ):
         self.settings = settings
         self.schema = settings.schema
         self.write_vectors = write_vectors
+        self.embed_cache_size = embed_cache_size
         self._vec_cache: dict[str, np.ndarray] = {}
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
@@ -393,9 +395,9 @@ class Indexer:
         missing = sorted(set(texts) - set(known))
         if missing:
             known.update(zip(missing, self.embedder.embed(missing), strict=True))
-            if len(self._vec_cache) + len(missing) > EMBED_CACHE_SIZE:
+            if len(self._vec_cache) + len(missing) > self.embed_cache_size:
                 self._vec_cache.clear()
-            self._vec_cache.update((t, known[t]) for t in missing[:EMBED_CACHE_SIZE])
+            self._vec_cache.update((t, known[t]) for t in missing[: self.embed_cache_size])
         return np.stack([known[t] for t in texts])
 
     def vectors_schema(self, name: str) -> pa.Schema:
