@@ -28,7 +28,10 @@ INSTANCE_YAML = """# Dagster instance of this HLTM home (written by hltm). `dags
 telemetry:
   enabled: false
 """
-RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
+# The tags Dagster itself puts on a partition-range run (what a backfill with a single-run
+# policy launches; the runner sets them too) and on a single-partition run.
+ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
+ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
 _LIMIT = 10_000
 
@@ -74,7 +77,11 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
             ):
                 runs.update(r.run_id for r in fetch(records_filter, limit=_LIMIT).records)
             for raw in keys:
-                for tag in (*RANGE_TAGS, PARTITION_TAG):
+                for tag in (
+                    ASSET_PARTITION_RANGE_START_TAG,
+                    ASSET_PARTITION_RANGE_END_TAG,
+                    PARTITION_TAG,
+                ):
                     found = instance.get_runs(filters=dg.RunsFilter(tags={tag: raw}))
                     runs.update(run.run_id for run in found)
         for run_id in sorted(runs):

@@ -15,7 +15,11 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.definitions import build_definitions, level_job_name
-from hltm_assets.history import open_instance
+from hltm_assets.history import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    open_instance,
+)
 from hltm_assets.partitions import TreePartitions, contiguous_ranges, tree_partitions
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
@@ -27,10 +31,8 @@ from hltm_resources.stores.lock import home_lock
 # daemon monitors it) and every later `hltm index` would wait on it. The home's writer lock
 # serializes writers across processes; `dagster dev` (the repo's dagster.yaml) still
 # serializes its own runs with the `hltm_writer` pool.
-# The tags Dagster itself puts on a partition-range run (what a backfill with a single-run
-# policy launches); the asset then sees every key of the range in ``context.partition_keys``.
-ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
-ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
+# Runs carry Dagster's partition-range tags (history.py), so the asset sees every key of the
+# range in ``context.partition_keys``.
 TRIGGER_TAG = "hltm/trigger"
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 

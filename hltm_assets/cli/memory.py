@@ -84,15 +84,17 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
     from hltm_resources.build.deletion import delete_node
+    from hltm_resources.stores.lock import home_lock
 
     settings = settings_of(args)
-    report = delete_node(settings, args.node)
-    out = report.as_dict()
-    if not args.no_rebuild:
-        built = run_index(settings).as_json()
-        out["rebuilt"] = {k: v for k, v in built.items() if k.endswith("_built")} | {
-            "failed_runs": built["failed_runs"]
-        }
+    with home_lock(settings.home, "delete"):  # no other writer between erasure and rebuild
+        report = delete_node(settings, args.node)
+        out = report.as_dict()
+        if not args.no_rebuild:
+            built = run_index(settings).as_json()
+            out["rebuilt"] = {k: v for k, v in built.items() if k.endswith("_built")} | {
+                "failed_runs": built["failed_runs"]
+            }
     if args.json:
         print_json(out)
     else:
