@@ -14,6 +14,7 @@ history is touched, so ``hltm ask`` never loads it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -43,13 +44,25 @@ def open_instance(settings: Settings) -> Iterator:
 
     import dagster as dg
 
+    from hltm_assets.event_log import EVENT_BATCH_SIZE
+
     home = Path(settings.home)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
     logging.getLogger("dagster").setLevel(logging.ERROR)
-    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+    # Dagster hands a partition range's asset events over as one batch only when this is set;
+    # the event log below then stores each batch in one transaction (event_log.py).
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", str(EVENT_BATCH_SIZE))
+    batched_event_log = {
+        "module": "hltm_assets.event_log",
+        "class": "BatchedSqliteEventLogStorage",
+        "config": {"base_dir": str(home / "history" / "runs")},
+    }
+    with dg.DagsterInstance.local_temp(
+        tempdir=str(home), overrides={"event_log_storage": batched_event_log}
+    ) as instance:
         yield instance
 
 

@@ -39,3 +39,22 @@ def test_corrupted_tokenizer_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(minilm, "TOKENIZER_PATH", bad)
     with pytest.raises(EmbedderError, match="sha256"):
         MiniLMEmbedder().embed(["x"])
+
+
+def test_the_fast_variant_is_its_own_model_close_to_the_float_one(tmp_path, monkeypatch):
+    """``HLTM_EMBEDDER=local-fast``: int8 activations, derived once into the cache dir."""
+    monkeypatch.setenv("HLTM_CACHE_DIR", str(tmp_path))
+    fast = minilm.MiniLMDynamicEmbedder()
+    texts = ["location: Dublin, Ireland", "skill: Kubernetes", "Why was the candidate rejected?"]
+    vecs = fast.embed(texts)
+    assert fast.model_id != MiniLMEmbedder.model_id  # its vectors never mix with the float ones
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    cosines = (vecs * MiniLMEmbedder().embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.95 and not np.allclose(cosines, 1.0, atol=1e-6)
+    derived = list(tmp_path.glob("*.onnx"))
+    assert len(derived) == 1
+    stamp = derived[0].stat().st_mtime_ns
+    again = minilm.MiniLMDynamicEmbedder().embed(texts)
+    assert np.array_equal(again, vecs) and derived[0].stat().st_mtime_ns == stamp  # reused
+    derived[0].write_bytes(b"not a model")  # altered: derived again, not loaded
+    assert np.array_equal(minilm.MiniLMDynamicEmbedder().embed(texts), vecs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -271,17 +273,309 @@ def bench_load(seed: int = 5, accounts: int = 10, seats: int = 25, repeats: int 
     }
 
 
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux), in MB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
+    """Texts/s on ``sample`` texts this build stored: the embedding path before this round
+    (fixed batches of 64, sorted by characters), today's (batches by token budget) and the
+    int8-activation variant (``local-fast``), one after the other in this process."""
+    import lancedb
+
+    from hltm_resources.embedding import Embedder, MiniLMDynamicEmbedder, MiniLMEmbedder
+
+    db = lancedb.connect(str(settings.lancedb_path))
+    texts: list[str] = []
+    for name in ("facets", "qa", "summaries", "evidence"):
+        if name in db.table_names():
+            texts += (
+                db.open_table(name)
+                .search()
+                .select(["text"])
+                .limit(sample)
+                .to_arrow()["text"]
+                .to_pylist()
+            )
+    texts = list(dict.fromkeys(texts))[:sample]
+    out = {"texts": len(texts)}
+    float_model, fast_model = MiniLMEmbedder(), MiniLMDynamicEmbedder()
+    for e in (float_model, fast_model):
+        e.embed(["warm up"])
+    for label, run in (
+        ("fixed_batches_of_64", lambda: Embedder.embed(float_model, texts, 64)),
+        ("token_budget_batches", lambda: float_model.embed(texts)),
+        ("local_fast_int8_activations", lambda: fast_model.embed(texts)),
+    ):
+        t0 = time.perf_counter()
+        run()
+        out[f"{label}_texts_per_s"] = round(len(texts) / (time.perf_counter() - t0), 1)
+    base = out["fixed_batches_of_64_texts_per_s"]
+    out["ratio_token_budget_over_fixed"] = round(out["token_budget_batches_texts_per_s"] / base, 2)
+    out["ratio_local_fast_over_fixed"] = round(
+        out["local_fast_int8_activations_texts_per_s"] / base, 2
+    )
+    return out
+
+
+def _edit_leaves(snapshot: Path, target: Path, share: float, seed: int) -> list[str]:
+    """A copy of ``snapshot`` where ``share`` of the projects have one document edited."""
+    import random
+    import shutil
+
+    import polars as pl
+
+    shutil.copytree(snapshot, target)
+    docs = pl.read_ndjson(snapshot / "documents.jsonl")
+    projects = docs["project_id"].unique().sort().to_list()
+    chosen = sorted(random.Random(seed).sample(projects, max(1, int(len(projects) * share))))
+    first = (
+        docs.group_by("project_id")
+        .agg(pl.col("doc_id").min())
+        .filter(pl.col("project_id").is_in(chosen))["doc_id"]
+    )
+    docs = docs.with_columns(
+        pl.when(pl.col("doc_id").is_in(first.to_list()))
+        .then(pl.col("text") + " (Reviewed again this week with the hiring manager.)")
+        .otherwise(pl.col("text"))
+        .alias("text")
+    )
+    docs.write_ndjson(target / "documents.jsonl")
+    return chosen
+
+
+SCALE_QUESTIONS = (
+    "Which locations does this team usually hire for?",
+    "What skills come up most often in these roles?",
+    "Why are candidates usually turned down?",
+    "Are these jobs mostly remote, hybrid or on-site?",
+    "What seniority are most of the openings?",
+    "Which job titles does this team recruit for most?",
+)
+
+
+def scale_queries(home: str, seats: int = 20, seed: int = 3) -> dict:
+    """Retrieval latency at scale, in this (fresh) process: ``seats`` random seat scopes and
+    the largest account; each question once per scope (the first is a scope's first)."""
+    import random
+
+    from hltm_resources.stores import database
+    from query import Memory
+    from query.evaluation.metrics import percentile
+
+    settings = Settings(home=Path(home))
+    schema = settings.schema
+    seat_level, account_level = schema.parents_bottom_up[0], schema.parents_bottom_up[-1]
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        seat_ids = [
+            r[0]
+            for r in con.execute(
+                f"SELECT {schema.level(seat_level).id_field} FROM {schema.level(seat_level).table}"
+                " ORDER BY 1"
+            ).fetchall()
+        ]
+        leaf = schema.leaf
+        biggest = con.execute(
+            f"SELECT s.{schema.level(account_level).id_field}, count(*) FROM {leaf.table} p "
+            f"JOIN {schema.level(seat_level).table} s USING ({schema.level(seat_level).id_field})"
+            " GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
+        ).fetchone()
+    scopes = [f"{seat_level}:{s}" for s in random.Random(seed).sample(seat_ids, seats)]
+    t0 = time.perf_counter()
+    mem = Memory(settings, log_queries=False)
+    out: dict = {}
+    first_scope, later = {"seat": [], "account": []}, {"seat": [], "account": []}
+    for kind, scope_list in (("seat", scopes), ("account", [f"{account_level}:{biggest[0]}"])):
+        for scope in scope_list:
+            for i, question in enumerate(SCALE_QUESTIONS):
+                t1 = time.perf_counter()
+                mem.retrieve(question, scope=scope)
+                ms = (time.perf_counter() - t1) * 1000
+                if not out:
+                    out["first_question_of_process_ms"] = round((time.perf_counter() - t0) * 1e3)
+                (later if i else first_scope)[kind].append(ms)
+    for kind in ("seat", "account"):
+        out[f"{kind}_scope"] = {
+            "p50_ms": round(percentile(later[kind], 50), 1),
+            "p95_ms": round(percentile(later[kind], 95), 1),
+            "first_question_in_scope_max_ms": round(max(first_scope[kind]), 1),
+            "questions": len(later[kind]) + len(first_scope[kind]),
+        }
+    out["largest_account"] = {"id": biggest[0], "leaves": biggest[1]}
+    out["serving_process_peak_rss_mb"] = round(_peak_rss_mb())
+    return out
+
+
+def _dagster_at_scale(settings: Settings) -> dict:
+    """Definitions load and one tick of the change sensor with nothing changed."""
+    import dagster as dg
+
+    from hltm_assets.definitions import build_definitions
+
+    t0 = time.perf_counter()
+    defs = build_definitions(settings)
+    load_s = time.perf_counter() - t0
+    sensor = defs.resolve_sensor_def("hltm_sot_changes")
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(
+            instance=instance, resources={"hltm": defs.resources["hltm"]}
+        )
+        t0 = time.perf_counter()
+        result = sensor(context)
+        tick_s = time.perf_counter() - t0
+    requested = len(getattr(result, "run_requests", None) or [])
+    return {
+        "definitions_load_s": round(load_s, 2),
+        "sensor_tick_nothing_changed_s": round(tick_s, 2),
+        "sensor_run_requests": requested,
+    }
+
+
+def bench_scale(
+    leaves: int = 10_000,
+    home: str | None = None,
+    embedder: str = "local",
+    churn: float = 0.01,
+    check: bool = False,
+    seed: int = 17,
+) -> dict:
+    """Build a generated tree of ``leaves`` projects (a few very large accounts) through
+    Dagster, reporting each stage and the process's memory; then the embedder's throughput
+    side by side, Dagster at this many partitions, ``churn`` of the leaves edited and indexed
+    again (against the full build, same run; ``check`` also runs ``hltm verify``), and
+    retrieval latency in a fresh serving process. ``home`` keeps the tree (default: a
+    temporary directory)."""
+    import subprocess
+    import sys
+
+    from hltm_assets.runner import run_index
+    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.build.verify import verify
+    from query.evaluation.data.sample_world import stream_snapshot
+
+    tmp = None
+    if home is None:
+        tmp = tempfile.TemporaryDirectory()
+        home = tmp.name
+    root = Path(home)
+    settings = Settings(home=root / "home", embedder=embedder)
+    out: dict = {"leaves": leaves, "embedder": embedder, "home": str(root)}
+    try:
+        t0 = time.perf_counter()
+        counts = stream_snapshot(root / "v1", leaves, seed=seed)
+        out["generate_s"] = round(time.perf_counter() - t0, 1)
+        out["tree"] = counts
+        t0 = time.perf_counter()
+        load_snapshot(settings, root / "v1")
+        out["sot_load_s"] = round(time.perf_counter() - t0, 1)
+        out["rss_after_load_mb"] = round(_rss_mb())
+        t0 = time.perf_counter()
+        full = run_index(settings, show_progress=sys.stderr.isatty())
+        wall = time.perf_counter() - t0
+        inside = sum(full.phases.values())
+        dagster_s = wall - inside - full.plan_seconds
+        stages = {
+            "planning": full.plan_seconds,
+            "engine": full.phases["engine"],
+            "embedding": full.phases["embed"],
+            "writes": full.phases["write"],
+            "dagster": dagster_s,
+        }
+        out["full_index"] = {
+            "wall_s": round(wall, 1),
+            "leaves_per_s": round(leaves / wall, 1),
+            "stages_s": {k: round(v, 1) for k, v in stages.items()},
+            "stages_share": {k: f"{100 * v / wall:.1f} %" for k, v in stages.items()},
+            "embedded_texts": full.embedded_texts,
+            "embedding_texts_per_s": round(full.embedded_texts / max(1e-9, stages["embedding"])),
+            "engine_calls": full.as_json()["engine_calls"],
+            "dagster_runs": full.runs,
+            "failed": full.failed,
+            "rss_now_mb": round(_rss_mb()),
+            "peak_rss_mb": round(_peak_rss_mb()),
+        }
+        out["embedder_side_by_side"] = _embedder_side_by_side(settings)
+        out["dagster_at_this_many_partitions"] = _dagster_at_scale(settings)
+        if churn:
+            edited = _edit_leaves(root / "v1", root / "v2", churn, seed)
+            load_snapshot(settings, root / "v2")
+            t0 = time.perf_counter()
+            inc = run_index(settings)
+            inc_wall = time.perf_counter() - t0
+            j = inc.as_json()
+            seat_of = {
+                n.raw_id: n.parent_id
+                for n in full.plan.topology.level(settings.schema.leaf.name).values()
+            }
+            touched_seats = {seat_of[p] for p in edited}
+            seat_parent = {
+                n.node_id: n.parent_id
+                for n in full.plan.topology.level(settings.schema.parents_bottom_up[0]).values()
+            }
+            touched_accounts = {seat_parent[s] for s in touched_seats}
+            out["churn"] = {
+                "edited_leaves": len(edited),
+                "touched_seats": len(touched_seats),
+                "touched_accounts": len(touched_accounts),
+                "dagster_runs": inc.runs,
+                "run_bound_2_seats_plus_accounts": 2 * len(touched_seats) + len(touched_accounts),
+                "built": {k: v for k, v in j.items() if k.endswith("_built")},
+                "engine_calls": j["engine_calls"],
+                "wall_s": round(inc_wall, 1),
+                "ratio_full_over_incremental_wall": round(wall / inc_wall, 1),
+                "ratio_full_over_incremental_engine_calls": round(
+                    out["full_index"]["engine_calls"] / max(1, j["engine_calls"]), 1
+                ),
+            }
+            if check:
+                t0 = time.perf_counter()
+                report = verify(settings)
+                out["churn"]["verify_identical"] = report.ok
+                out["churn"]["verify_s"] = round(time.perf_counter() - t0, 1)
+        code = (
+            "import json; from hltm_assets.cli.bench import scale_queries; "
+            f"print(json.dumps(scale_queries({str(settings.home)!r})))"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if done.returncode:
+            out["retrieval"] = {"error": done.stderr.strip().splitlines()[-1:]}
+        else:
+            out["retrieval"] = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return out
+
+
 BENCHMARKS = {
     "index": bench_index,
     "query": bench_query,
     "incremental": bench_incremental,
     "load": bench_load,
+    "scale": bench_scale,
 }
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     run = BENCHMARKS[args.which]
-    result = run(seed=args.seed) if args.which in ("index", "query") else run()
+    if args.which == "scale":
+        result = run(
+            leaves=args.leaves,
+            home=args.home,
+            embedder=args.embedder,
+            churn=args.churn,
+            check=args.verify,
+        )
+    elif args.which in ("index", "query"):
+        result = run(seed=args.seed)
+    else:
+        result = run()
     print_json(result) if args.json else print(json.dumps(result, indent=2))
     return 0
 
@@ -291,4 +585,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("which", choices=sorted(BENCHMARKS))
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", action="store_true")
+    scale = p.add_argument_group("scale")
+    scale.add_argument("--leaves", type=int, default=10_000, help="projects in the tree")
+    scale.add_argument("--home", help="keep the generated tree and its memory here")
+    scale.add_argument("--embedder", default="local", choices=("local", "local-fast"))
+    scale.add_argument("--churn", type=float, default=0.01, help="share of leaves edited")
+    scale.add_argument("--verify", action="store_true", help="hltm verify after the churn")
     p.set_defaults(func=cmd_bench)

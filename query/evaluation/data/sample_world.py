@@ -901,6 +901,82 @@ def write_snapshot(world: World, directory: str | Path) -> Path:
     return directory
 
 
+#: Shares of the leaves held by the few very large accounts of :func:`stream_snapshot` (one
+#: large customer alone can hold 30k of 100k projects); the rest are accounts of 100-800.
+LARGE_ACCOUNT_SHARES = (0.30, 0.12, 0.06)
+
+
+def _account_sizes(rng: random.Random, leaves: int) -> list[int]:
+    sizes = [int(leaves * share) for share in LARGE_ACCOUNT_SHARES if leaves * share >= 1]
+    rest = leaves - sum(sizes)
+    while rest > 0:
+        size = min(rest, rng.randint(100, 800))
+        sizes.append(size)
+        rest -= size
+    return sizes
+
+
+def stream_snapshot(
+    directory: str | Path,
+    leaves: int,
+    seed: int = 17,
+    projects_per_seat: tuple[int, int] = (20, 36),
+    variety: str = "adversarial",
+    split: str = "dev",
+) -> dict[str, int]:
+    """Write a snapshot of exactly ``leaves`` projects without holding the world in memory.
+
+    The tree has a few very large accounts (:data:`LARGE_ACCOUNT_SHARES` of the leaves) and
+    many small ones; each seat's rows are written as soon as they are made, so generating
+    100k projects takes seconds and little memory. Returns the rows written per file. (No
+    latent truth is kept: this feeds speed benchmarks, not evaluations.)
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    world = World(seed=seed, split=split, variety=variety)
+    schemas = [s.name for s in ph.SCHEMAS[split]]
+    counts = dict.fromkeys(SNAPSHOT_FILES, 0)
+    files = {name: (directory / f"{name}.jsonl").open("w", encoding="utf-8") for name in counts}
+
+    def flush() -> None:
+        for name in SNAPSHOT_FILES:
+            rows = getattr(world, name)
+            files[name].writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            counts[name] += len(rows)
+            rows.clear()
+        world.truth.clear()
+        world.prefs.clear()
+        world.annotations.clear()
+
+    try:
+        n_project = 0
+        for a, size in enumerate(_account_sizes(rng, leaves)):
+            key, name, domain, style = ACCOUNTS[a % len(ACCOUNTS)]
+            account_id = f"{key}-{a // len(ACCOUNTS)}"
+            world.accounts.append({"account_id": account_id, "name": f"{name} {a}"})
+            world.styles[account_id] = style if variety == "plain" else schemas[a % len(schemas)]
+            seat = 0
+            while size > 0:
+                seat += 1
+                seat_id = f"{account_id}-r{seat:04d}"
+                world.seats.append(
+                    {"seat_id": seat_id, "account_id": account_id, "name": _person(rng)}
+                )
+                world.prefs[seat_id] = _preferences(rng, domain)
+                for _ in range(min(size, rng.randint(*projects_per_seat))):
+                    n_project += 1
+                    size -= 1
+                    _project(
+                        rng, world, seat_id, account_id, f"p{n_project:06d}", rng.randint(0, 300)
+                    )
+                flush()
+    finally:
+        for fh in files.values():
+            fh.close()
+    return counts
+
+
 def evolve(
     world: World, seed: int, edit: float = 0.08, delete: float = 0.04, add: float = 0.06
 ) -> tuple[World, dict[str, list[str]]]:
