@@ -3,7 +3,10 @@
 
 Assets only wire things together: each calls :meth:`Indexer.build` for the partitions of its
 run and reports what was built. One run may carry many partitions (a partition range), so
-Dagster's per-run overhead is paid once per batch, not once per node.
+Dagster's per-run overhead is paid once per batch, not once per node. ``hltm index`` runs a
+parent's whole range of children to rebuild a few of them (Dagster runs no scattered set of
+partitions); its runs carry :data:`ONLY_CHANGED_TAG`, and the others in the range, whose
+memory is current, are left as they are and counted as ``nodes_unchanged``.
 """
 
 import contextlib
@@ -22,6 +25,9 @@ WRITER_POOL = "hltm_writer"
 #: ``hltm index``) before it fails; ``hltm index`` runs its own runs under the lock it holds.
 RUN_LOCK_WAIT_S = 900.0
 _POLICY = dg.BackfillPolicy.single_run()
+#: A run with this tag ("true") builds only the nodes of its range whose memory is not current;
+#: without it (the UI, the sensor, automation) every partition of the run is rebuilt.
+ONLY_CHANGED_TAG = "hltm/only-changed"
 
 
 @contextlib.contextmanager
@@ -44,7 +50,7 @@ def _progress(context: dg.AssetExecutionContext, level: str, total: int) -> Iter
 
 def _result(report: BuildReport, indexer: Indexer) -> dg.MaterializeResult:
     meta = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
-    if len(report.per_node) == 1:
+    if len(report.per_node) == 1 and not report.unchanged:
         meta["node_id"] = report.per_node[0]["node_id"]
     elif report.per_node and len(report.per_node) <= 50:
         meta["per_node"] = dg.MetadataValue.json(report.per_node)
@@ -67,14 +73,18 @@ def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[s
 def build_level(
     context: dg.AssetExecutionContext, hltm: Indexer, level: str, child_asset: str | None
 ) -> dg.MaterializeResult:
-    """Build the run's partitions of ``level``; a parent level refuses a stale mapping."""
+    """Build the run's partitions of ``level`` (only the stale ones with
+    :data:`ONLY_CHANGED_TAG`); a parent level refuses a stale mapping."""
     keys = context.partition_keys
     children = _mapped_children(context, child_asset) if child_asset else None
+    only_changed = context.run.tags.get(ONLY_CHANGED_TAG) == "true"
     with (
         home_lock(hltm.settings.home, "index (Dagster run)", wait_s=RUN_LOCK_WAIT_S),
         _progress(context, level, len(keys)) as tick,
     ):
-        report = hltm.build(level, keys, progress=tick, expected_children=children)
+        report = hltm.build(
+            level, keys, progress=tick, expected_children=children, only_changed=only_changed
+        )
     return _result(report, hltm)
 
 

@@ -4,6 +4,11 @@ One asset, job and completeness check per level of the tree schema. Partitions a
 are read from the SOT topology when the definitions load, so a topology change (new, deleted or
 moved node) needs a code-location reload (``hltm reload`` or the UI's "Reload definitions");
 the CLI builds its definitions fresh on every call.
+
+Every job runs its steps in the run's process (``in_process_executor``). Writers of a home
+take turns under its writer lock, so a process per step (Dagster's default for a run that the
+UI, the sensor or automation launches) builds nothing in parallel; it only adds the start-up
+of a Python process with Dagster and the engine to every step.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ def build_definitions(
         description="Nightly: full rebuild into a scratch home, compared node by node.",
     )
     return dg.Definitions(
+        executor=dg.in_process_executor,  # the default of every job here, the level jobs too
         assets=[*assets, QUERY_LOG, adaptation_hints],
         asset_checks=[*checks, lossless],
         jobs=[*jobs.values(), consistency, adaptation_job],

@@ -8,6 +8,7 @@ parent are contiguous and a batch of them is one partition range.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -58,20 +59,41 @@ def tree_partitions(topology: Topology) -> TreePartitions:
     return TreePartitions(topology, partitions, to_parent)
 
 
-def contiguous_ranges(keys: list[str], ordered: list[str]) -> list[tuple[str, str]]:
-    """Split ``keys`` into maximal runs of consecutive partitions of ``ordered``."""
+@dataclass(frozen=True)
+class KeyRange:
+    """One partition-range run: ``start`` to ``end`` in partition order, of which ``keys`` are
+    to build (the others in between are unchanged siblings)."""
+
+    start: str
+    end: str
+    keys: tuple[str, ...]
+
+
+def sibling_ranges(
+    keys: Sequence[str], ordered: Sequence[str], parent_of: Mapping[str, str | None]
+) -> list[KeyRange]:
+    """One range per parent of ``keys``, from its first key in ``ordered`` to its last, ranges
+    that touch merged.
+
+    Dagster runs only contiguous partition ranges (dagster-io/dagster#32335); a range per
+    contiguous run of ``keys`` made scattered edits one run per leaf. Spanning each parent's
+    keys makes it one run per touched parent, its unchanged children in between included (the
+    caller has the run skip them). Siblings are contiguous in path order, so a range never
+    reaches into another parent's children. Nodes without a parent (the top level) form one
+    group. A full build stays one range per level.
+    """
     position = {k: i for i, k in enumerate(ordered)}
-    idx = sorted(position[k] for k in keys)
-    ranges: list[tuple[str, str]] = []
-    start = prev = None
-    for i in idx:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
+    groups: dict[str | None, list[int]] = {}
+    for key in keys:
+        groups.setdefault(parent_of[key], []).append(position[key])
+    spans = sorted((min(idx), max(idx), sorted(idx)) for idx in groups.values())
+    merged: list[tuple[int, int, list[int]]] = []
+    for first, last, idx in spans:
+        if merged and first == merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], last, merged[-1][2] + idx)
         else:
-            ranges.append((ordered[start], ordered[prev]))
-            start = prev = i
-    if start is not None:
-        ranges.append((ordered[start], ordered[prev]))
-    return ranges
+            merged.append((first, last, idx))
+    return [
+        KeyRange(ordered[first], ordered[last], tuple(ordered[i] for i in idx))
+        for first, last, idx in merged
+    ]

@@ -1,8 +1,11 @@
 """Running the memory tree through Dagster in this process (what ``hltm index`` does).
 
-The plan says which nodes to build; each level is then materialized as partition *ranges*
-(keys are in path order, so contiguous dirty keys form one run), from the leaves up. Runs are
-recorded in the home's Dagster instance, so they show in the UI.
+The plan says which nodes to build; each level is then materialized as partition *ranges*,
+from the leaves up: one run per parent of the level's dirty keys, from its first dirty child to
+its last (keys are in path order, so a parent's children are contiguous; ranges that touch are
+one run). The runs of an incremental index carry ``hltm/only-changed``, so the unchanged
+siblings inside a range are not rebuilt. Runs are recorded in the home's Dagster instance, so
+they show in the UI.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from pathlib import Path
 import dagster as dg
 
 from hltm_assets import progress
+from hltm_assets.assets import ONLY_CHANGED_TAG
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.history import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     open_instance,
 )
-from hltm_assets.partitions import TreePartitions, contiguous_ranges, tree_partitions
+from hltm_assets.partitions import TreePartitions, sibling_ranges, tree_partitions
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
@@ -44,6 +48,7 @@ dagster_instance = open_instance
 @dataclass
 class IndexResult:
     plan: Plan
+    #: Nodes built per level (not the current ones a range run left as they were).
     built: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
@@ -103,47 +108,62 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
     return [run.run_id for run in abandoned]
 
 
-def _run(job, instance, start: str, end: str, result: IndexResult) -> bool:
-    """One partition-range run; adds its timings to ``result``; True when it succeeded."""
+def _run(
+    job, instance, start: str, end: str, result: IndexResult, only_changed: bool
+) -> int | None:
+    """One partition-range run; adds its timings to ``result``; how many nodes it built, or
+    None when it failed."""
+    tags = {
+        ASSET_PARTITION_RANGE_START_TAG: start,
+        ASSET_PARTITION_RANGE_END_TAG: end,
+        TRIGGER_TAG: "cli",
+    }
+    if only_changed:
+        tags[ONLY_CHANGED_TAG] = "true"
     run = job.execute_in_process(
-        instance=instance,
-        run_config=_QUIET,
-        tags={
-            ASSET_PARTITION_RANGE_START_TAG: start,
-            ASSET_PARTITION_RANGE_END_TAG: end,
-            TRIGGER_TAG: "cli",
-        },
-        raise_on_error=False,
+        instance=instance, run_config=_QUIET, tags=tags, raise_on_error=False
     )
     result.runs += 1
     if not run.success:
-        return False
+        return None
     events = run.get_asset_materialization_events()
-    if events:  # a range run attaches the same batch metadata to each key
-        meta = events[0].materialization.metadata
-        for phase in result.phases:
-            result.phases[phase] += float(meta[f"{phase}_seconds"].value)
-    return True
+    if not events:
+        return 0
+    meta = events[0].materialization.metadata  # the batch's, the same on every key
+    for phase in result.phases:
+        result.phases[phase] += float(meta[f"{phase}_seconds"].value)
+    return int(meta["nodes_built"].value)
 
 
-def _materialize_level(defs: dg.Definitions, tree: TreePartitions, instance, result: IndexResult):
-    """A ``build_level`` for :meth:`Indexer.build_plan`: one Dagster run per contiguous range
-    of the level's keys; a failed range is re-run key by key, so exactly the failed
-    partitions are marked failed (the other nodes of a failed batch were stored)."""
+def _materialize_level(
+    defs: dg.Definitions,
+    tree: TreePartitions,
+    instance,
+    result: IndexResult,
+    only_changed: bool,
+):
+    """A ``build_level`` for :meth:`Indexer.build_plan`: one Dagster run per parent of the
+    level's keys (:func:`sibling_ranges`); a failed range is re-run key by key for its keys
+    to build, so exactly the failed partitions are marked failed (the other nodes of a failed
+    batch were stored)."""
 
     def build_level(level: str, keys: list[str]) -> None:
         job = defs.resolve_job_def(level_job_name(level))
         ordered = tree.of_level(level).get_partition_keys()
-        for start, end in contiguous_ranges(keys, ordered):
-            span = ordered[ordered.index(start) : ordered.index(end) + 1]
-            if _run(job, instance, start, end, result):
-                result.built[level] += len(span)
+        nodes = tree.topology.level(level)
+        parent_of = {k: nodes[k].parent_id for k in keys}
+        for span in sibling_ranges(keys, ordered, parent_of):
+            built = _run(job, instance, span.start, span.end, result, only_changed)
+            if built is not None:
+                result.built[level] += built
                 continue
-            if start == end:
-                result.failed.append(f"{level}:{start}")
+            if len(span.keys) == 1:
+                result.failed.append(f"{level}:{span.start}")
                 continue
-            for key in span:
-                if _run(job, instance, key, key, result):
+            for key in span.keys:
+                # Counted when it succeeds: built now, or stored by the failed batch (then
+                # an only-changed run finds it current and leaves it).
+                if _run(job, instance, key, key, result, only_changed) is not None:
                     result.built[level] += 1
                 else:
                     result.failed.append(f"{level}:{key}")
@@ -162,7 +182,9 @@ def run_index(
     """Build every node whose inputs changed (or all with ``full``), through Dagster.
 
     ``reset_vectors`` drops the LanceDB tables first and rebuilds everything: the way to move
-    a home to another embedding model (vectors of two models never share a table).
+    a home to another embedding model (vectors of two models never share a table). Without
+    ``full``, the runs leave the nodes of their ranges whose memory is current (a ``plan``
+    passed in must then be an incremental one, or its current nodes are not rebuilt).
     """
     with home_lock(settings.home, "index"):
         return _run_index(settings, full, show_progress, plan, reset_vectors, indexer)
@@ -196,7 +218,7 @@ def _run_index(
     usage0 = indexer.agents.usage.snapshot()
     texts0, calls0 = indexer.embedder.texts, indexer.embedder.calls
     with dagster_instance(settings) as instance, progress.bar(plan.total, show_progress):
-        indexer.build_plan(plan, _materialize_level(defs, tree, instance, result))
+        indexer.build_plan(plan, _materialize_level(defs, tree, instance, result, not full))
     after = indexer.agents.usage.snapshot()
     result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}
     result.usage_encoding = after.get("token_encoding")

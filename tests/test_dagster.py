@@ -5,7 +5,7 @@ import dagster as dg
 import pytest
 
 from hltm_assets.definitions import build_definitions, defs, level_job_name
-from hltm_assets.partitions import contiguous_ranges, read_tree, tree_partitions
+from hltm_assets.partitions import read_tree, tree_partitions
 from hltm_assets.resources import HLTMResource
 from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.build.checks import check_level
@@ -44,6 +44,16 @@ def test_lineage_is_declared_per_partition(built_home, world):
         assert loaded.resolve_job_def(level_job_name(level))
 
 
+def test_every_run_executes_its_steps_in_its_own_process(built_home):
+    # No process per step for a run the UI, the sensor or automation launches.
+    loaded = build_definitions(built_home)
+    jobs = [
+        loaded.resolve_job_def(level_job_name(level)) for level in ("project", "seat", "account")
+    ]
+    jobs.append(loaded.resolve_implicit_global_asset_job_def())  # the UI's "Materialize"
+    assert {job.executor_def.name for job in jobs} == {dg.in_process_executor.name}
+
+
 def test_partition_keys_are_in_path_order(built_home):
     tree = tree_partitions(read_tree(built_home))
     keys = tree.of_level("project").get_partition_keys()
@@ -51,19 +61,6 @@ def test_partition_keys_are_in_path_order(built_home):
     # The projects of one seat are contiguous, so a seat's batch of leaves is one range.
     changes = sum(1 for a, b in zip(seats, seats[1:], strict=False) if a != b)
     assert changes == len(set(seats)) - 1
-
-
-@pytest.mark.parametrize(
-    "keys,ranges",
-    [
-        ([], []),
-        (["b"], [("b", "b")]),
-        (["a", "b", "d"], [("a", "b"), ("d", "d")]),
-        (["e", "a", "c", "d"], [("a", "a"), ("c", "e")]),
-    ],
-)
-def test_contiguous_ranges(keys, ranges):
-    assert contiguous_ranges(keys, ["a", "b", "c", "d", "e"]) == ranges
 
 
 @pytest.fixture

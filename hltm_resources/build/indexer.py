@@ -18,7 +18,7 @@ import pyarrow as pa
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.evidence import EVIDENCE_VERSION, leaf_passages
 from hltm_resources.build.hints import load_active_hints
-from hltm_resources.build.plan import Plan, make_plan
+from hltm_resources.build.plan import Plan, make_plan, split_changed
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, make_agents
@@ -80,6 +80,8 @@ class BuildReport:
 
     level: str
     nodes: list[str] = field(default_factory=list)
+    #: Nodes of the batch left as they were: their stored memory is current (``only_changed``).
+    unchanged: list[str] = field(default_factory=list)
     facets: int = 0
     qa: int = 0
     summaries: int = 0
@@ -95,6 +97,7 @@ class BuildReport:
     def metadata(self, engine_id: str, embed_model: str) -> dict:
         meta = {
             "nodes_built": len(self.nodes),
+            "nodes_unchanged": len(self.unchanged),
             "facets": self.facets,
             "qa_pairs": self.qa,
             "summaries": self.summaries,
@@ -220,11 +223,18 @@ class Indexer:
         raw_ids: Sequence[str],
         progress: Progress | None = None,
         expected_children: Sequence[str] | None = None,
+        only_changed: bool = False,
     ) -> BuildReport:
-        """Build and store the memory of ``raw_ids`` (all of one level), in chunks."""
+        """Build and store the memory of ``raw_ids`` (all of one level), in chunks.
+
+        ``only_changed``: build only the nodes whose stored memory is not current (the plan's
+        rule, :func:`split_changed`) and report the others as unchanged. ``hltm index`` runs a
+        whole parent's range of partitions to build a few of them; the other callers ask for
+        exactly the nodes they want rebuilt.
+        """
         with home_lock(self.settings.home, "index"):
             complete_erasures(self.settings)  # a Dagster run may come first after a crash
-            report = self._build(level, raw_ids, progress, expected_children)
+            report = self._build(level, raw_ids, progress, expected_children, only_changed)
         fault("index:level-built")
         return report
 
@@ -234,6 +244,7 @@ class Indexer:
         raw_ids: Sequence[str],
         progress: Progress | None,
         expected_children: Sequence[str] | None,
+        only_changed: bool = False,
     ) -> BuildReport:
         report = BuildReport(level)
         self.vectors.check_model()
@@ -244,6 +255,9 @@ class Indexer:
         nodes = _resolve(topo, level, raw_ids)
         if expected_children is not None:
             _check_children(topo, level, nodes, expected_children)
+        if only_changed:
+            nodes, unchanged = self._split_changed(topo, level, nodes)
+            report.unchanged = [n.node_id for n in unchanged]
         failures: dict[str, str] = {}
         for start in range(0, len(nodes), CHUNK):
             chunk = nodes[start : start + CHUNK]
@@ -256,6 +270,25 @@ class Indexer:
         if failures:
             raise NodeBuildError(failures, len(report.nodes))
         return report
+
+    def _split_changed(
+        self, topo: Topology, level: str, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        """``nodes`` to build and ``nodes`` whose memory is current, by the hashes the plan
+        compares (reading only these nodes, their children and their documents)."""
+        leaf = self.schema.is_leaf(level)
+        kids = {} if leaf else {n.node_id: topo.children(n) for n in nodes}
+        ids = [n.node_id for n in nodes] + [c.node_id for cs in kids.values() for c in cs]
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
+            states = read_states(con, node_ids=ids)
+            docs = read_documents(con, self.schema, [n.raw_id for n in nodes]) if leaf else {}
+
+        def current(node: NodeInfo) -> str:
+            if leaf:
+                return self.leaf_hash(node, docs[node.raw_id])
+            return self.parent_hash(node, kids[node.node_id], states)
+
+        return split_changed(nodes, states, current)
 
     def _memory_of(self, level: str, node: NodeInfo, docs, kids, memories, states):
         if self.schema.is_leaf(level):

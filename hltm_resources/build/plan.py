@@ -8,7 +8,7 @@ inputs changed; each node once, in level order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from hltm_resources.models import NodeInfo, Topology
@@ -121,6 +121,25 @@ def make_plan(
                 plan.build[level].append(PlanItem(node.node_id, level, raw, reason, known_hash))
                 dirty.add(node.node_id)
     return plan
+
+
+def split_changed(
+    nodes: Sequence[NodeInfo], states: dict[str, NodeState], current_hash: Callable[[NodeInfo], str]
+) -> tuple[list[NodeInfo], list[NodeInfo]]:
+    """``nodes`` split into those to build (new, moved, emptied, or inputs changed: the plan's
+    rule) and those whose stored memory is current, each in the given order.
+
+    What a run over a partition range builds: the range also holds siblings the plan did not
+    ask for. Asked at build time, once the children are built, a parent's input hash is known
+    (it covers its children's ids and memory hashes), so a parent the plan lists for a rebuilt
+    child is left when that child's memory came out the same.
+    """
+    changed: list[NodeInfo] = []
+    unchanged: list[NodeInfo] = []
+    for node in nodes:
+        stale = _reason(False, states.get(node.node_id), current_hash(node), node)
+        (changed if stale else unchanged).append(node)
+    return changed, unchanged
 
 
 #: Why a node emptied by a deletion or a move below it is rebuilt (the sensor requests these

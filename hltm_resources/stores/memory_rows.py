@@ -37,12 +37,23 @@ class BuildMeta:
     hints_version: int
 
 
-def read_states(con, level: str | None = None) -> dict[str, NodeState]:
-    where = "WHERE level = ?" if level else ""
+def read_states(
+    con, level: str | None = None, node_ids: Sequence[str] | None = None
+) -> dict[str, NodeState]:
+    """The stored state of every node (of ``level``, of ``node_ids``, when given)."""
+    if node_ids is not None and not node_ids:
+        return {}
+    where, params = [], []
+    if level:
+        where.append("level = ?")
+        params.append(level)
+    if node_ids is not None:
+        where.append("node_id IN (SELECT unnest(?))")
+        params.append(list(node_ids))
     rows = con.execute(
-        f"SELECT node_id, level, parent_id, path, input_hash, memory_hash, hints_version "
-        f"FROM mem_nodes {where}",
-        [level] if level else [],
+        "SELECT node_id, level, parent_id, path, input_hash, memory_hash, hints_version "
+        "FROM mem_nodes" + (" WHERE " + " AND ".join(where) if where else ""),
+        params,
     ).fetchall()
     return {r[0]: NodeState(*r) for r in rows}
 
