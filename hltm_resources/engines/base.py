@@ -86,6 +86,9 @@ class ScopeVocabulary:
     count_keys: tuple[str, ...] = ()
     #: Keys the data shows to be another name of a canonical key (``vacancyName`` -> title).
     aliases: dict[str, str] = field(default_factory=dict)
+    #: What a parser derives from ``values`` once and reuses for every question (an index of
+    #: the values): a vocabulary is not changed once questions are parsed against it.
+    derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def keys(self) -> list[str]:

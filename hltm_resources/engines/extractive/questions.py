@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from functools import lru_cache
 
 from hltm_resources.engines.base import (
     Answer,
@@ -163,7 +164,83 @@ def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
 
 
 def _stated(folded: str, q_folded: str) -> bool:
-    return bool(re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?:e?s)?(?![a-z0-9])", q_folded))
+    return bool(_stated_pattern(folded).search(q_folded))
+
+
+@lru_cache(maxsize=100_000)
+def _stated_pattern(folded: str) -> re.Pattern[str]:
+    # Compiled once per value: a vocabulary holds more values than ``re``'s own cache.
+    return re.compile(rf"(?<![a-z0-9]){re.escape(folded)}(?:e?s)?(?![a-z0-9])")
+
+
+_RUN = re.compile(r"[a-z0-9]+")
+
+
+@lru_cache(maxsize=200_000)
+def _anchors(value: str) -> tuple[tuple[str | None, ...], frozenset[str]]:
+    """What a question must contain for :func:`_value_matches` to find ``value`` in it.
+
+    - Stated as itself (or by its head): the first run of letters and digits of the folded
+      value (of the head), or None when it has none (then it is always tried). In a match, a
+      value's runs are whole runs of the question, except the last one, which the question
+      may write with ``s`` or ``es`` after it.
+    - Stated in part (three words or more): one of its words, as a word of the question."""
+    folded = fold(value)
+    if not folded:
+        return (), frozenset()
+    forms = [folded]
+    head = fold(value.split(",")[0])
+    if head != folded and len(head) >= 4:
+        forms.append(head)
+    runs = tuple(next(iter(_RUN.findall(f)), None) for f in forms)
+    words = [t for t in folded.split() if t not in STOPWORDS]
+    return runs, frozenset(words) if len(words) >= 3 else frozenset()
+
+
+class _ValueLookup:
+    """A vocabulary's values (without count keys and leaf nouns) by their anchors
+    (:func:`_anchors`): a question is matched against the values it may state, not all."""
+
+    def __init__(self, vocabulary: ScopeVocabulary):
+        self.entries: list[tuple[str, str]] = []  # (key, value) in the vocabulary's order
+        self.by_run: dict[str, list[int]] = defaultdict(list)
+        self.by_word: dict[str, list[int]] = defaultdict(list)
+        self.always: list[int] = []
+        for key, values in vocabulary.values.items():
+            if key in vocabulary.count_keys:
+                continue
+            for value in values:
+                if _singular(fold(value)) in _LEAF_NOUNS:
+                    continue  # "jobs" names what the question asks for, not a constraint
+                runs, words = _anchors(value)
+                if not runs:
+                    continue  # nothing to state
+                n = len(self.entries)
+                self.entries.append((key, value))
+                for run in set(runs):
+                    (self.always if run is None else self.by_run[run]).append(n)
+                for word in words:
+                    self.by_word[word].append(n)
+
+    def candidates(self, q_folded: str, q_tokens: list[str]) -> list[tuple[str, str]]:
+        """The (key, value) entries a question may state, in the vocabulary's order."""
+        runs = set(_RUN.findall(q_folded))
+        runs |= {r[:-1] for r in runs if r.endswith("s")} | {
+            r[:-2] for r in runs if r.endswith("es")
+        }
+        found = set(self.always)
+        for run in runs:
+            found.update(self.by_run.get(run, ()))
+        for word in set(q_tokens):
+            found.update(self.by_word.get(word, ()))
+        return [self.entries[n] for n in sorted(found)]
+
+
+def _lookup(vocabulary: ScopeVocabulary) -> _ValueLookup:
+    lookup = vocabulary.derived.get("value_lookup")
+    if not isinstance(lookup, _ValueLookup):
+        lookup = vocabulary.derived["value_lookup"] = _ValueLookup(vocabulary)
+    return lookup
 
 
 def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
@@ -266,15 +343,10 @@ def _stated_values(
     q_folded = fold(question)
     q_tokens = q_folded.split()
     matched: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for key, values in vocabulary.values.items():
-        if key in vocabulary.count_keys:
-            continue
-        for value in values:
-            if _singular(fold(value)) in _LEAF_NOUNS:
-                continue  # "jobs" names what the question asks for, not a constraint
-            score = _value_matches(value, q_tokens, q_folded)
-            if score:
-                matched[key].append((score, value))
+    for key, value in _lookup(vocabulary).candidates(q_folded, q_tokens):
+        score = _value_matches(value, q_tokens, q_folded)
+        if score:
+            matched[key].append((score, value))
     # A workplace stated in other words ("in the office" for on-site).
     known = set(vocabulary.values.get("workplace_type", ()))
     for words, value in WORKPLACE_WORDS.items():
