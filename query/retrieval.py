@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -70,17 +71,58 @@ def facet_scores(
     """
     if len(micro_vecs) == 0 or len(facet_vecs) == 0:
         return {}, {}
-    cos = micro_vecs @ facet_vecs.T  # (|F_q|, rows); vectors are L2-normalized
-    rows_of: dict[str, list[int]] = defaultdict(list)
-    for i, n in enumerate(facet_nodes):
-        rows_of[n].append(i)
-    scores: dict[str, float] = {}
-    best: dict[str, list[float]] = {}
-    for node, rows in rows_of.items():
-        sub = cos[:, rows]
-        top = -np.sort(-sub, axis=1)[:, :k]
-        scores[node] = float(top.sum() / (k * len(micro_vecs)))
-        best[node] = [float(x) for x in sub.max(axis=1)]
+    groups = NodeGroups.of(facet_nodes)
+    scores, best = node_scores(micro_vecs @ facet_vecs.T, groups, k)
+    return (
+        dict(zip(groups.nodes, scores.tolist(), strict=True)),
+        dict(zip(groups.nodes, best.T.tolist(), strict=True)),
+    )
+
+
+@dataclass(frozen=True)
+class NodeGroups:
+    """Rows grouped per node: ``order`` lists row indices node by node (a node's rows in
+    their order), node ``j``'s rows are ``order[starts[j]:ends[j]]``; nodes in the order their
+    first row comes."""
+
+    nodes: list[str]
+    order: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, row_nodes: Sequence[str]) -> NodeGroups:
+        codes: dict[str, int] = {}
+        idx = np.fromiter(
+            (codes.setdefault(n, len(codes)) for n in row_nodes),
+            dtype=np.int64,
+            count=len(row_nodes),
+        )
+        ends = np.cumsum(np.bincount(idx, minlength=len(codes)))
+        starts = np.concatenate([np.zeros(1, dtype=ends.dtype), ends[:-1]])
+        return cls(list(codes), np.argsort(idx, kind="stable"), starts, ends)
+
+    def rows(self, j: int) -> np.ndarray:
+        return self.order[self.starts[j] : self.ends[j]]
+
+
+def node_scores(cos: np.ndarray, groups: NodeGroups, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per node (in ``groups.nodes`` order) its facet score, and its best cosine per
+    micro-query (``|F_q| x nodes``), from the cosines of every row (``|F_q| x rows``).
+
+    The same numbers, to the bit, as scoring one node at a time: the score sums each node's
+    top cosines as ``top.sum()`` does (one pairwise sum of ``|F_q| x k`` values)."""
+    m = cos.shape[0]
+    if not groups.nodes:
+        return np.zeros(0, dtype=cos.dtype), np.zeros((m, 0), dtype=cos.dtype)
+    best = np.maximum.reduceat(cos[:, groups.order], groups.starts, axis=1)
+    if k == 1:
+        scores = np.ascontiguousarray(best.T).sum(axis=1) / (k * m)
+        return scores, best
+    scores = np.empty(len(groups.nodes), dtype=cos.dtype)
+    for j in range(len(groups.nodes)):
+        top = -np.sort(-cos[:, groups.rows(j)], axis=1)[:, :k]
+        scores[j] = top.sum() / (k * m)
     return scores, best
 
 
@@ -114,6 +156,23 @@ class ViewRows:
 
     def __len__(self) -> int:
         return len(self.vectors)
+
+    @cached_property
+    def groups(self) -> NodeGroups:
+        """The rows grouped per node (computed once per cached scope)."""
+        return NodeGroups.of(self.cols["node_id"])
+
+    @cached_property
+    def node_rank(self) -> np.ndarray:
+        """Per row, the rank of its node id among the sorted node ids (ties broken by id)."""
+        nodes = self.cols["node_id"]
+        rank = {n: i for i, n in enumerate(sorted(set(nodes)))}
+        return np.fromiter((rank[n] for n in nodes), dtype=np.int64, count=len(nodes))
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Row index per passage id (evidence)."""
+        return {p: i for i, p in enumerate(self.cols["passage_id"])}
 
     def take(self, idx: Sequence[int]) -> ViewRows:
         idx = list(idx)
@@ -229,38 +288,52 @@ class Retriever:
             )
         if not len(rows):
             return []
-        nodes = rows.cols["node_id"]
-        scores, best = facet_scores(micro_vecs, rows.vectors, nodes, top_k)
-        relevance = (micro_vecs @ rows.vectors.T).max(axis=0)
-        by_node: dict[str, list[ContextItem]] = defaultdict(list)
-        level_of: dict[str, str] = {}
-        for i, n in enumerate(nodes):
-            level_of[n] = rows.cols["level"][i]
-            by_node[n].append(
+        cos = micro_vecs @ rows.vectors.T  # (|F_q|, rows); vectors are L2-normalized
+        groups = rows.groups
+        scores, best = node_scores(cos, groups, top_k)
+        relevance = cos.max(axis=0)
+        cols = rows.cols
+        level = [cols["level"][i] for i in groups.order[groups.ends - 1]]  # a node's last row
+        rank = self.schema.rank
+        # Ranked by score, then level, then id: the tiebreak is fixed per scope, the sort is
+        # numpy's (stable, so equal keys keep the tiebreak's order).
+        tiebreak = np.empty(len(groups.nodes), dtype=np.int64)
+        tiebreak[
+            sorted(range(len(groups.nodes)), key=lambda j: (rank(level[j]), groups.nodes[j]))
+        ] = np.arange(len(groups.nodes))
+        ranked = np.lexsort((tiebreak, -scores))
+        top = ranked[:k_facet].tolist()
+        wanted = [i for i, v in enumerate(valued) if v]
+        if wanted:
+            # Compared as Python floats, as the scores are reported.
+            matched = np.all(best[wanted].astype(np.float64) >= match_cosine, axis=0)
+            seen = set(top)
+            more = [j for j in ranked[matched[ranked]].tolist() if j not in seen]
+            top += more[: max(0, max_matches - len(top))]
+        out = []
+        for j in top:
+            n = groups.nodes[j]
+            items = [
                 ContextItem(
                     "facet",
                     n,
-                    rows.cols["level"][i],
+                    cols["level"][i],
                     float(relevance[i]),
-                    f"{rows.cols['key'][i]}: {rows.cols['value'][i]}",
-                    key=rows.cols["key"][i],
-                    value=rows.cols["value"][i],
-                    support=rows.cols["support"][i],
-                    source_ids=tuple(rows.cols["source_ids"][i]),
+                    f"{cols['key'][i]}: {cols['value'][i]}",
+                    key=cols["key"][i],
+                    value=cols["value"][i],
+                    support=cols["support"][i],
+                    source_ids=tuple(cols["source_ids"][i]),
                 )
-            )
-        rank = self.schema.rank
-        ranked = sorted(scores, key=lambda n: (-scores[n], rank(level_of[n]), n))
-        wanted = [i for i, v in enumerate(valued) if v]
-        matches = [n for n in ranked if wanted and all(best[n][i] >= match_cosine for i in wanted)]
-        top = ranked[:k_facet]
-        ranked = top + [n for n in matches if n not in top][: max(0, max_matches - len(top))]
-        out = []
-        for n in ranked:
-            items = sorted(by_node[n], key=lambda f: (-f.score, f.text))
+                for i in groups.rows(j).tolist()
+            ]
+            items = sorted(items, key=lambda f: (-f.score, f.text))
             asked = [f for f in items if f.key in keys]
             items = asked + [f for f in items if f.key not in keys][:MAX_FACETS_PER_NODE]
-            out.append(NodeContext(n, level_of[n], n, scores[n], 1, tuple(items), tuple(best[n])))
+            scored = float(scores[j])
+            out.append(
+                NodeContext(n, level[j], n, scored, 1, tuple(items), tuple(best[:, j].tolist()))
+            )
         return out
 
     # -- QA and summaries ----------------------------------------------------------------
@@ -273,7 +346,8 @@ class Retriever:
         if not len(rows):
             return rows, np.zeros(0, dtype=np.float32)
         cos = rows.vectors @ qvec
-        order = sorted(range(len(rows)), key=lambda i: (-cos[i], rows.cols["node_id"][i]))[:k]
+        # By cosine, then node id (numpy's stable sort: a node's rows keep their order).
+        order = np.lexsort((rows.node_rank, -cos))[:k].tolist()
         return rows.take(order), cos[order]
 
     def _items(
@@ -334,7 +408,7 @@ class Retriever:
         by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
         if by_words is None:
             by_words = self.text_hits(question, where)
-        row_of = {p: i for i, p in enumerate(ids)}
+        row_of = rows.row_of
         unseen = [p for p in by_words if p not in row_of]  # a scope too large to cache
         if unseen:
             more = ViewRows.from_arrow(
