@@ -40,20 +40,17 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
-from query.retrieval import Retriever, facet_scores
+from query.retrieval import Retriever, ViewRows, node_scores
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
-    LeafFacts,
-    Passage,
+    ScopeLeaves,
     ValueIndex,
     constraints,
-    distribution,
     group_passages,
     is_new_value,
     list_items,
     one_spelling,
     value_aliases,
-    verify,
 )
 
 DEFAULT_K_FACET = 25
@@ -68,6 +65,8 @@ KEYWORD_BONUS = 0.1
 PROFILE_VALUES = 5
 #: Key descriptions and labels whose vectors a ``Memory`` keeps.
 KEY_VECTOR_CACHE = 4096
+#: Scopes whose leaves a ``Memory`` keeps indexed for verification (:class:`ScopeLeaves`).
+CACHED_SCOPE_LEAVES = 64
 
 
 #: How often a question is retried on the latest table versions when the one it read was
@@ -203,10 +202,11 @@ class Memory:
         self._vectors: VectorStore | None = None
         self._retriever: Retriever | None = None
         self._catalog: tuple[int, dict[str, tuple[str, str, str, int]]] | None = None
+        self._names: dict[str, str] = {}
         self._vocab: dict[tuple, ScopeVocabulary] = {}
         self._key_vectors: dict[str, np.ndarray] = {}  # description text -> vector
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
-        self._passages: dict[tuple, dict[str, list[Passage]]] = {}
+        self._leaves: dict[tuple, tuple[ViewRows, ViewRows, ScopeLeaves]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._erasing_stamp: tuple | None = None
         self._erasing_nodes: dict[str, str] = {}
@@ -287,7 +287,13 @@ class Memory:
                 version,
                 {n: (lv, p, nm, lc) for n, lv, p, nm, lc in zip(*cols, strict=True)},
             )
+            self._names = {n: entry[2] for n, entry in self._catalog[1].items()}
         return self._catalog[1]
+
+    def names(self) -> dict[str, str]:
+        """node id -> name of every built node."""
+        self.catalog()
+        return self._names
 
     def resolve(self, scope: object) -> Scope:
         """The scope node, or :class:`ScopeError` (malformed ids never reach a store)."""
@@ -407,7 +413,7 @@ class Memory:
         self._catalog = None
         self._tree_vocab = None
         self._vocab.clear()
-        self._passages.clear()
+        self._leaves.clear()
 
     def _retrieve(
         self,
@@ -609,17 +615,26 @@ class Memory:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hltm-search")
         return self._pool
 
-    def _leaf_facts(
-        self, micro_vecs: np.ndarray, where: str, scope: Scope, aliases: dict[str, str]
-    ) -> dict[str, LeafFacts] | None:
-        """Per leaf in scope: best facet cosine per micro-query, facet values per key (aliases
-        folded onto their key), evidence passages. None for a scope too large to hold."""
+    def _scope_leaves(
+        self, where: str, scope: Scope, aliases: dict[str, str]
+    ) -> tuple[ScopeLeaves, ViewRows] | None:
+        """The leaves of the scope as verification reads them (facet values per key, aliases
+        folded onto their key; evidence passages), with the scope's facet rows; None for a
+        scope too large to hold. Indexed once per scope and table versions."""
         rows = self.retriever.rows("facets", where, scope.node_id)
         evidence = self.retriever.rows("evidence", where, scope.node_id)
         if rows is None or evidence is None:
             return None
+        cache_key = (
+            scope.node_id,
+            where,
+            self.vectors.version("facets"),
+            self.vectors.version("evidence"),
+        )
+        cached = self._leaves.get(cache_key)
+        if cached is not None and cached[0] is rows and cached[1] is evidence:
+            return cached[2], rows
         schema = self.settings.schema
-        _, best = facet_scores(micro_vecs, rows.vectors, rows.cols["node_id"], 1)
         values: dict[str, dict[str, list[str]]] = {}
         for node, level, key, value in zip(
             rows.cols["node_id"],
@@ -632,16 +647,11 @@ class Memory:
                 target = aliases.get(key, key)
                 named = _canonical(target, value) if target != key else value
                 values.setdefault(node, {}).setdefault(target, []).append(named)
-        cache_key = (scope.node_id, where, self.vectors.version("evidence"))
-        if cache_key not in self._passages:
-            if len(self._passages) > 64:
-                self._passages.clear()
-            self._passages[cache_key] = group_passages(evidence.cols)
-        passages = self._passages[cache_key]
-        return {
-            n: LeafFacts(best.get(n, []), values.get(n, {}), passages.get(n, []))
-            for n in set(values) | set(passages)
-        }
+        leaves = ScopeLeaves.build(values, group_passages(evidence.cols))
+        if len(self._leaves) >= CACHED_SCOPE_LEAVES:
+            self._leaves.pop(next(iter(self._leaves)))
+        self._leaves[cache_key] = (rows, evidence, leaves)
+        return leaves, rows
 
     def _verified(
         self,
@@ -657,16 +667,24 @@ class Memory:
         targets = list(parsed.target_keys) or [m.key for m in parsed.micro if not m.value]
         if not wanted and not (parsed.kind == "summary" and targets):
             return [], {}, 0
-        leaves = self._leaf_facts(micro_vecs, where, scope, vocab.aliases)
-        if leaves is None:
+        held = self._scope_leaves(where, scope, vocab.aliases)
+        if held is None:
             return None, {}, 0
-        names = {node: entry[2] for node, entry in self.catalog().items()}
-        matches = verify(parsed, self.settings.schema, leaves, vocab.values, names)
+        leaves, rows = held
+        # Per micro-query, the nodes whose best facet cosine reaches MATCH_COSINE (compared
+        # as Python floats, as the scores are reported).
+        groups = rows.groups
+        _, best = node_scores(micro_vecs @ rows.vectors.T, groups, 1)
+        strong = [
+            {groups.nodes[j] for j in np.flatnonzero(b.astype(np.float64) >= MATCH_COSINE)}
+            for b in best
+        ]
+        matches = leaves.verify(parsed, self.settings.schema, strong, vocab.values, self.names())
         if parsed.kind != "summary" or not targets or (wanted and not matches):
             return matches, {}, 0
-        pool = [m.node_id for m in matches] if wanted else sorted(leaves)
+        pool = [m.node_id for m in matches] if wanted else leaves.leaves
         spread = {
-            key: distribution(leaves, pool, key, vocab.values.get(key, []))
+            key: leaves.distribution(pool, key, vocab.values.get(key, []))
             for key in targets
             if key in vocab.values
         }

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -215,61 +215,62 @@ def verify(
 ) -> list[LeafMatch]:
     """Every leaf that satisfies every constraint of ``parsed``, by facets or by evidence.
 
-    ``vocabulary``: the values of each key (a single-valued key's other values are rivals)."""
-    wanted = constraints(parsed)
-    out = []
-    for leaf in sorted(leaves):
-        if not wanted or not schema.is_leaf(leaf.split(":", 1)[0]):
-            continue
-        facts = leaves[leaf]
-        how = []
-        for i, m in wanted:
-            have = facts.values.get(m.key, [])
-            if (facts.best and facts.best[i] >= MATCH_COSINE) or any(
-                facet_states(v, m.value) for v in have
-            ):
-                how.append("facet")
-                continue
-            if have and one_valued(m.key):
-                break  # its facets state another value of a one-value key
-            rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
-            rivals = [r for r in rivals if not facet_states(r, m.value)]
-            source = evidence_source(facts.passages, m.key, m.value, rivals)
-            if source is None:
-                break
-            how.append(source)
-        else:
-            out.append(LeafMatch(leaf, tuple(how), (names or {}).get(leaf, leaf)))
-    return out
+    ``vocabulary``: the values of each key (a single-valued key's other values are rivals).
+    A leaf satisfies a constraint when its best facet cosine for it reaches ``MATCH_COSINE``,
+    or one of its facets states the value; otherwise, unless its facets state another value
+    of a one-value key, when its evidence does (:func:`evidence_source`)."""
+    strong = [
+        {n for n, facts in leaves.items() if facts.best and facts.best[i] >= MATCH_COSINE}
+        for i in range(len(parsed.micro))
+    ]
+    return ScopeLeaves.of(leaves).verify(parsed, schema, strong, vocabulary, names)
 
 
-def leaf_values(facts: LeafFacts, key: str, known: Sequence[str]) -> list[str]:
+def leaf_values(
+    facts: LeafFacts, key: str, known: Sequence[str], cache: dict | None = None
+) -> list[str]:
     """The values of ``key`` a leaf states, named as in ``known`` (the scope's values): its
     facets' values ("Senior Data Engineer" counts as "Data Engineer"; "Berlin" with
     "Germany" as "Berlin, Germany"), and what its evidence states that the facets missed (all
     of them for a multi-valued key; for a one-value key only when the facets have none and
-    the evidence is unambiguous)."""
+    the evidence is unambiguous).
+
+    ``cache``: where to keep what depends on ``key`` and ``known`` alone, for the next leaf
+    (one dict per key and ``known``)."""
+    cache = {} if cache is None else cache
     have = facts.values.get(key, [])
     multi = not one_valued(key)
     if multi:
-        out = [named for v in have for named in _named_all(v, known)]
+        named = cache.setdefault("named", {})
+        out = []
+        for v in have:
+            if v not in named:
+                named[v] = _named_all(v, known)
+            out += named[v]
     else:
-        out = [best] if (best := _one_value(have, known)) else []
+        ones = cache.setdefault("one", {})
+        if (spelled := tuple(have)) not in ones:
+            ones[spelled] = _one_value(have, known)
+        out = [best] if (best := ones[spelled]) else []
     if out and not multi:
         return out
     present = facts.present
+    rival_of = cache.setdefault("rivals", {})
     found = []
     for w in known:
         # Counting reads the evidence for every known value: only those whose words all
         # occur in the leaf (typos are tolerated when checking a question's constraint).
         if w in out or not _words(w) <= present:
             continue
-        rivals = (
-            []
-            if multi
-            else [r for r in known if r != w and not facet_states(r, w) and not facet_states(w, r)]
-        )
-        if evidence_source(facts.passages, key, w, rivals):
+        if w not in rival_of:
+            rival_of[w] = (
+                []
+                if multi
+                else [
+                    r for r in known if r != w and not facet_states(r, w) and not facet_states(w, r)
+                ]
+            )
+        if evidence_source(facts.passages, key, w, rival_of[w]):
             found.append(w)
     if not multi:
         found = [w for w in found if not any(facet_states(o, w) for o in found if o != w)]
@@ -328,11 +329,153 @@ def distribution(
     leaves: dict[str, LeafFacts], pool: Sequence[str], key: str, known: Sequence[str]
 ) -> list[tuple[str, int]]:
     """How many leaves of ``pool`` state each value of ``key``, most first."""
-    counts: dict[str, int] = defaultdict(int)
-    for leaf in pool:
-        for value in leaf_values(leaves[leaf], key, known):
-            counts[value] += 1
-    return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+    return ScopeLeaves.of(leaves).distribution(pool, key, known)
+
+
+class ScopeLeaves:
+    """What verification knows of every leaf of one scope, indexed once per scope and table
+    versions, so that a question reads only what it can concern: the leaves holding each
+    facet value, the words of each leaf's evidence, and the values of a key each leaf states
+    (:func:`leaf_values`, kept once counted). Gives what :func:`verify` and
+    :func:`distribution` define, leaf for leaf."""
+
+    def __init__(self, facts: dict[str, LeafFacts]):
+        self.facts = facts
+        self.leaves = sorted(facts)
+        self._holders: dict[str, dict[str, list[str]]] | None = None
+        self._words: frozenset[str] | None = None
+        self._counted: dict[str, tuple[Sequence[str], dict, dict[str, list[str]]]] = {}
+
+    @classmethod
+    def of(cls, leaves: dict[str, LeafFacts] | ScopeLeaves) -> ScopeLeaves:
+        return leaves if isinstance(leaves, ScopeLeaves) else cls(leaves)
+
+    @classmethod
+    def build(
+        cls, values: dict[str, dict[str, list[str]]], passages: dict[str, list[Passage]]
+    ) -> ScopeLeaves:
+        """From each leaf's facet values per key and evidence passages."""
+        return cls(
+            {
+                n: LeafFacts([], values.get(n, {}), passages.get(n, []))
+                for n in set(values) | set(passages)
+            }
+        )
+
+    def holders(self, key: str) -> dict[str, list[str]]:
+        """Per facet value of ``key``, the leaves holding it."""
+        if self._holders is None:
+            holders: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+            for n in self.leaves:
+                for k, values in self.facts[n].values.items():
+                    for v in values:
+                        holders[k][v].append(n)
+            self._holders = {k: dict(v) for k, v in holders.items()}
+        return self._holders.get(key, {})
+
+    def words(self) -> frozenset[str]:
+        """Every word of the scope's evidence."""
+        if self._words is None:
+            self._words = frozenset().union(*(f.present for f in self.facts.values()))
+        return self._words
+
+    def verify(
+        self,
+        parsed: ParsedQuery,
+        schema: TreeSchema,
+        strong: Sequence[set[str]],
+        vocabulary: dict[str, list[str]],
+        names: Mapping[str, str] | None = None,
+    ) -> list[LeafMatch]:
+        """:func:`verify`, with ``strong[i]`` the nodes whose best facet cosine for
+        micro-query ``i`` reaches ``MATCH_COSINE``. Evidence is read only in the leaves whose
+        words may state the value (:meth:`_may_state`)."""
+        wanted = constraints(parsed)
+        if not wanted:
+            return []
+        survivors = [n for n in self.leaves if schema.is_leaf(n.split(":", 1)[0])]
+        how: dict[str, list[str]] = {n: [] for n in survivors}
+        for i, m in wanted:
+            stating = set(strong[i])
+            for v, holding in self.holders(m.key).items():
+                if _facet_states(v, m.value):
+                    stating.update(holding)
+            may_state = self._may_state(m.value)
+            rivals: list[str] | None = None
+            kept = []
+            for n in survivors:
+                if n in stating:
+                    how[n].append("facet")
+                    kept.append(n)
+                    continue
+                facts = self.facts[n]
+                if (facts.values.get(m.key) and one_valued(m.key)) or not may_state(facts):
+                    continue  # its facets state another value of a one-value key; or no words
+                if rivals is None:
+                    rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
+                    rivals = [r for r in rivals if not facet_states(r, m.value)]
+                source = evidence_source(facts.passages, m.key, m.value, rivals)
+                if source is not None:
+                    how[n].append(source)
+                    kept.append(n)
+            survivors = kept
+        return [LeafMatch(n, tuple(how[n]), (names or {}).get(n, n)) for n in survivors]
+
+    def _may_state(self, value: str):
+        """A test that is false for a leaf whose evidence cannot state ``value``: for some
+        variant of it, each word must be in the leaf's evidence, or a word one edit from it
+        (see :func:`mentions`)."""
+        scope_words = self.words()
+        needed = [[_near_words(w) & scope_words for w in seq] for seq in variants(value)]
+
+        def may_state(facts: LeafFacts) -> bool:
+            present = facts.present
+            return any(all(not present.isdisjoint(near) for near in seq) for seq in needed)
+
+        return may_state
+
+    def distribution(
+        self, pool: Sequence[str], key: str, known: Sequence[str]
+    ) -> list[tuple[str, int]]:
+        """:func:`distribution`, each leaf's values of ``key`` counted once per ``known``."""
+        entry = self._counted.get(key)
+        if entry is None or entry[0] is not known:
+            entry = self._counted[key] = (known, {}, {})
+        _, cache, counted = entry
+        counts: dict[str, int] = defaultdict(int)
+        for leaf in pool:
+            if leaf not in counted:
+                counted[leaf] = leaf_values(self.facts[leaf], key, known, cache)
+            for value in counted[leaf]:
+                counts[value] += 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@lru_cache(maxsize=20_000)
+def _near_words(word: str) -> frozenset[str]:
+    """Every token :func:`_near` to ``word``: itself and, for a word of five letters or
+    more, those of five or more one edit (or one swap of neighbours) from it."""
+    out = {word}
+    if len(word) >= 5:
+        n = len(word)
+        for i in range(n + 1):
+            for c in _LETTERS:
+                out.add(word[:i] + c + word[i:])  # an insertion
+                if i < n:
+                    out.add(word[:i] + c + word[i + 1 :])  # a substitution
+        for i in range(n):
+            out.add(word[:i] + word[i + 1 :])  # a deletion
+            if i + 1 < n:
+                out.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])  # a swap
+    return frozenset(w for w in out if w == word or (len(w) >= 5 and _near(word, w)))
+
+
+@lru_cache(maxsize=200_000)
+def _facet_states(facet_value: str, value: str) -> bool:
+    return facet_states(facet_value, value)
 
 
 #: Share of a key's values that must state values of another key for it to be an alias.

@@ -62,3 +62,134 @@ def test_the_value_lookup_finds_what_trying_every_value_finds(question):
     got.pop("workplace_type", None)
     assert dict(got) == dict(expected)
     assert list(got) == list(expected)  # the same keys first: ties keep their order
+
+
+# -- verification over an indexed scope ----------------------------------------------------
+
+LOCATIONS = ["Lisbon, Portugal", "Berlin, Germany", "Berlin", "Toronto", "New York, New York"]
+SKILLS = ["Terraform", "Go", "Python", "Kubernetes", "A/B Testing", "C++"]
+REASONS = ["notice period too long", "failed the technical assessment"]
+SENTENCES = [
+    "The team sits in our {loc} office.",
+    "Candidate is based in {loc}, happy to relocate.",
+    "Must-have skills: {skill} and {skill2}.",
+    "{skill} is not required for this one.",
+    "Heads-up: the hiring manager now also wants {skill}.",
+    "Candidate also knows {skill}, nice to see.",
+    "Passed on Ana after the onsite - {reason}.",
+    "We will not consider {loc}.",
+]
+
+
+def typo(word: str, rnd) -> str:
+    if len(word) < 5 or rnd.random() < 0.7:
+        return word
+    i = rnd.randrange(len(word) - 1)
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]  # a swap: one edit
+
+
+def random_leaves(seed: int):
+    import random
+
+    from query.verification import LeafFacts, Passage, tokenize
+
+    rnd = random.Random(seed)
+    leaves = {}
+    for n in range(40):
+        values = {}
+        if rnd.random() < 0.5:
+            values["location"] = rnd.sample(LOCATIONS, rnd.choice([1, 1, 2]))
+        if rnd.random() < 0.5:
+            values["skill"] = rnd.sample(SKILLS, rnd.randint(1, 3))
+        if rnd.random() < 0.3:
+            values["rejection_reason"] = [rnd.choice(REASONS)]
+        passages = []
+        for d in range(rnd.randint(0, 3)):
+            text = " ".join(
+                rnd.choice(SENTENCES).format(
+                    loc=typo(rnd.choice(LOCATIONS).split(",")[0], rnd),
+                    skill=typo(rnd.choice(SKILLS), rnd),
+                    skill2=rnd.choice(SKILLS),
+                    reason=rnd.choice(REASONS),
+                )
+                for _ in range(rnd.randint(1, 3))
+            )
+            kind = rnd.choice(["brief", "feedback"])
+            passages.append(Passage(f"d{n}-{d}", kind, tuple(tokenize(text))))
+        best = [rnd.choice([0.95, 0.9, 0.5]) for _ in range(3)] if rnd.random() < 0.8 else []
+        level = "project" if rnd.random() < 0.9 else "seat"
+        leaves[f"{level}:n{n:02d}"] = LeafFacts(best, values, passages)
+    return leaves
+
+
+def reference_verify(parsed, schema, leaves, vocabulary):
+    """The plain loop over every leaf that :func:`verify` is."""
+    from hltm_resources.engines.base import LeafMatch
+    from query.verification import (
+        MATCH_COSINE,
+        constraints,
+        evidence_source,
+        facet_states,
+        fold,
+        one_valued,
+    )
+
+    wanted = constraints(parsed)
+    out = []
+    for leaf in sorted(leaves):
+        if not wanted or not schema.is_leaf(leaf.split(":", 1)[0]):
+            continue
+        facts = leaves[leaf]
+        how = []
+        for i, m in wanted:
+            have = facts.values.get(m.key, [])
+            if (facts.best and facts.best[i] >= MATCH_COSINE) or any(
+                facet_states(v, m.value) for v in have
+            ):
+                how.append("facet")
+                continue
+            if have and one_valued(m.key):
+                break
+            rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
+            rivals = [r for r in rivals if not facet_states(r, m.value)]
+            source = evidence_source(facts.passages, m.key, m.value, rivals)
+            if source is None:
+                break
+            how.append(source)
+        else:
+            out.append(LeafMatch(leaf, tuple(how), leaf))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_verification_over_an_indexed_scope_is_the_plain_loop(seed):
+    from hltm_resources.engines.base import MicroQuery, ParsedQuery
+    from hltm_resources.schema import DEFAULT_SCHEMA
+    from query.verification import ScopeLeaves, leaf_values
+
+    leaves = random_leaves(seed)
+    vocabulary = {"location": LOCATIONS, "skill": SKILLS, "rejection_reason": REASONS}
+    index = ScopeLeaves(leaves)
+    queries = [
+        (MicroQuery("location", "Lisbon, Portugal"),),
+        (MicroQuery("skill", "Terraform"), MicroQuery("location", "Berlin")),
+        (MicroQuery("skill", "Kubernetes"), MicroQuery("skill", "Python")),
+        (MicroQuery("rejection_reason", "notice period too long"),),
+        (MicroQuery("mention", "Toronto"), MicroQuery("skill", "C++")),
+    ]
+    for micro in queries:
+        parsed = ParsedQuery("retrieval", micro)
+        strong = [{n for n, f in leaves.items() if f.best and f.best[i] >= 0.9} for i in range(3)]
+        expected = reference_verify(parsed, DEFAULT_SCHEMA, leaves, vocabulary)
+        assert index.verify(parsed, DEFAULT_SCHEMA, strong, vocabulary) == expected
+    for key, known in vocabulary.items():
+        pool = sorted(leaves)
+        counts: dict[str, int] = defaultdict(int)
+        for leaf in pool:
+            for value in leaf_values(leaves[leaf], key, known):
+                counts[value] += 1
+        expected = sorted(counts.items(), key=lambda kv: (-kv[1], questions.fold(kv[0])))
+        assert index.distribution(pool, key, known) == expected
+        assert index.distribution(pool[::2], key, known) == index.distribution(
+            pool[::2], key, list(known)  # another list of the same values: counted afresh
+        )
