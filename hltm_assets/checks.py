@@ -1,8 +1,15 @@
 """Asset checks: every node of a level has all three views and matching vectors; and the
 memory equals a full rebuild of the current source of truth (the nightly consistency check)."""
 
+from collections.abc import Mapping
+
 import dagster as dg
 
+from hltm_assets.history import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    PARTITION_TAG,
+)
 from hltm_resources.build.checks import check_level
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.verify import verify
@@ -16,8 +23,12 @@ def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecks
         name="memory_complete",
         description=f"Every {level} has facets, QA pairs, a summary and matching vectors.",
     )
-    def memory_complete(hltm: dg.ResourceParam[Indexer]) -> dg.AssetCheckResult:
-        result = check_level(hltm.settings, level)
+    def memory_complete(
+        context: dg.AssetCheckExecutionContext, hltm: dg.ResourceParam[Indexer]
+    ) -> dg.AssetCheckResult:
+        result = check_level(
+            hltm.settings, level, run_key_range(context.op_execution_context.run.tags)
+        )
         shown = dict(sorted(result.problems.items())[:20])
         return dg.AssetCheckResult(
             passed=result.passed,
@@ -29,6 +40,16 @@ def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecks
         )
 
     return memory_complete
+
+
+def run_key_range(tags: Mapping[str, str]) -> tuple[str, str] | None:
+    """The partitions a run materialized, from its tags (None: a run of no partition, such as
+    the consistency job, checks the whole level)."""
+    if ASSET_PARTITION_RANGE_START_TAG in tags:
+        return tags[ASSET_PARTITION_RANGE_START_TAG], tags[ASSET_PARTITION_RANGE_END_TAG]
+    if PARTITION_TAG in tags:
+        return tags[PARTITION_TAG], tags[PARTITION_TAG]
+    return None
 
 
 def build_checks(

@@ -10,6 +10,7 @@ they show in the UI.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +208,7 @@ def _run_index(
     if reset_vectors:
         indexer.vectors.drop_all()
         full = True
+    planned_here = plan is None
     plan = plan or indexer.plan(full=full)
     result = IndexResult(plan, plan_seconds=time.perf_counter() - t0)
     if plan.total == 0:
@@ -217,7 +219,14 @@ def _run_index(
     defs = build_definitions(settings, tree=tree, indexer=indexer)
     usage0 = indexer.agents.usage.snapshot()
     texts0, calls0 = indexer.embedder.texts, indexer.embedder.calls
-    with dagster_instance(settings) as instance, progress.bar(plan.total, show_progress):
+    # Planned here, under the writer lock the whole index holds: the tree, the hints and the
+    # erasure journal cannot change until the last run, so the runs need not read them again.
+    pinned = indexer.pinned(plan.topology) if planned_here else contextlib.nullcontext()
+    with (
+        dagster_instance(settings) as instance,
+        progress.bar(plan.total, show_progress),
+        pinned,
+    ):
         indexer.build_plan(plan, _materialize_level(defs, tree, instance, result, not full))
     after = indexer.agents.usage.snapshot()
     result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}

@@ -95,11 +95,14 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert meta["source_documents"].value == sum(
         1 for d in world.documents if d["project_id"] == project["project_id"]
     )
-    # The check fails while other leaves are missing, and names them.
+    # The run's check covers what the run built: this one leaf, complete...
     check = leaf.get_asset_check_evaluations()[0]
-    assert (
-        not check.passed and check.metadata["nodes_with_problems"].value == len(world.projects) - 1
-    )
+    assert check.passed and check.metadata["nodes"].value == 1
+    # ...while the level as a whole (the consistency job's check) misses the other leaves.
+    whole = check_level(fresh_home, "project")
+    assert whole.nodes == len(world.projects)
+    assert len(whole.problems) == len(world.projects) - 1
+    assert all(p.startswith("not built") for p in whole.problems.values())
     # A seat is never aggregated from some of its projects: refused, naming the others...
     assets = [loaded.get_assets_def(k) for k in ("project_memory", "seat_memory")]
 

@@ -386,7 +386,9 @@ def scale_queries(home: str, seats: int = 20, seed: int = 3) -> dict:
             f"JOIN {schema.level(seat_level).table} s USING ({schema.level(seat_level).id_field})"
             " GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
         ).fetchone()
-    scopes = [f"{seat_level}:{s}" for s in random.Random(seed).sample(seat_ids, seats)]
+    scopes = [
+        f"{seat_level}:{s}" for s in random.Random(seed).sample(seat_ids, min(seats, len(seat_ids)))
+    ]
     t0 = time.perf_counter()
     mem = Memory(settings, log_queries=False)
     out: dict = {}
@@ -437,6 +439,83 @@ def _dagster_at_scale(settings: Settings) -> dict:
     }
 
 
+def _full_index(settings: Settings, leaves: int) -> tuple[dict, float]:
+    """A first build of the loaded tree through Dagster: wall time, stages, memory."""
+    import sys
+
+    from hltm_assets.runner import run_index
+
+    t0 = time.perf_counter()
+    full = run_index(settings, show_progress=sys.stderr.isatty())
+    wall = time.perf_counter() - t0
+    inside = sum(full.phases.values())
+    stages = {
+        "planning": full.plan_seconds,
+        "engine": full.phases["engine"],
+        "embedding": full.phases["embed"],
+        "writes": full.phases["write"],
+        "dagster": wall - inside - full.plan_seconds,
+    }
+    return {
+        "wall_s": round(wall, 1),
+        "leaves_per_s": round(leaves / wall, 1),
+        "stages_s": {k: round(v, 1) for k, v in stages.items()},
+        "stages_share": {k: f"{100 * v / wall:.1f} %" for k, v in stages.items()},
+        "embedded_texts": full.embedded_texts,
+        "embedding_texts_per_s": round(full.embedded_texts / max(1e-9, stages["embedding"])),
+        "engine_calls": full.as_json()["engine_calls"],
+        "dagster_runs": full.runs,
+        "failed": full.failed,
+        "rss_now_mb": round(_rss_mb()),
+        "peak_rss_mb": round(_peak_rss_mb()),
+    }, wall
+
+
+def _churn(settings: Settings, root: Path, share: float, seed: int, full: dict, check: bool):
+    """Edit ``share`` of the leaves of the newest snapshot under ``root``, load, index."""
+    from hltm_assets.runner import run_index
+    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.build.verify import verify
+    from hltm_resources.stores import database
+    from hltm_resources.stores.sot import read_topology
+
+    versions = sorted(int(p.name[1:]) for p in root.glob("v[0-9]*") if p.is_dir())
+    base, target = root / f"v{versions[-1]}", root / f"v{versions[-1] + 1}"
+    edited = _edit_leaves(base, target, share, seed + versions[-1])
+    load_snapshot(settings, target)
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        topo = read_topology(con, settings.schema)
+    seats = {topo.level(settings.schema.leaf.name)[p].parent_id for p in edited}
+    seat_level = settings.schema.parents_bottom_up[0]
+    accounts = {topo.level(seat_level)[s.split(":", 1)[1]].parent_id for s in seats}
+    t0 = time.perf_counter()
+    inc = run_index(settings)
+    wall = time.perf_counter() - t0
+    j = inc.as_json()
+    out = {
+        "snapshot": target.name,
+        "edited_leaves": len(edited),
+        "touched_seats": len(seats),
+        "touched_accounts": len(accounts),
+        "dagster_runs": inc.runs,
+        "run_bound_2_seats_plus_accounts": 2 * len(seats) + len(accounts),
+        "built": {k: v for k, v in j.items() if k.endswith("_built")},
+        "engine_calls": j["engine_calls"],
+        "wall_s": round(wall, 1),
+        "ratio_full_over_incremental_wall": round(full["wall_s"] / wall, 1),
+        "ratio_full_over_incremental_engine_calls": round(
+            full["engine_calls"] / max(1, j["engine_calls"]), 1
+        ),
+    }
+    if check:
+        t0 = time.perf_counter()
+        report = verify(settings)
+        out["verify_identical"] = report.ok
+        out["verify_nodes"] = report.nodes
+        out["verify_s"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
 def bench_scale(
     leaves: int = 10_000,
     home: str | None = None,
@@ -444,100 +523,51 @@ def bench_scale(
     churn: float = 0.01,
     check: bool = False,
     seed: int = 17,
+    reuse: bool = False,
 ) -> dict:
     """Build a generated tree of ``leaves`` projects (a few very large accounts) through
     Dagster, reporting each stage and the process's memory; then the embedder's throughput
     side by side, Dagster at this many partitions, ``churn`` of the leaves edited and indexed
-    again (against the full build, same run; ``check`` also runs ``hltm verify``), and
-    retrieval latency in a fresh serving process. ``home`` keeps the tree (default: a
-    temporary directory)."""
+    again (against the full build; ``check`` also runs ``hltm verify``), and retrieval latency
+    in a fresh serving process.
+
+    ``home`` keeps the tree (default: a temporary directory) and the report of its full build
+    (``bench-scale.json``); ``reuse`` then skips generating and building and measures the rest
+    on it (the churn edits the newest snapshot again)."""
     import subprocess
     import sys
 
-    from hltm_assets.runner import run_index
     from hltm_resources.build.loading import load_snapshot
-    from hltm_resources.build.verify import verify
     from query.evaluation.data.sample_world import stream_snapshot
 
     tmp = None
     if home is None:
+        if reuse:
+            raise ValueError("--reuse needs --home (the directory of an earlier bench scale)")
         tmp = tempfile.TemporaryDirectory()
         home = tmp.name
     root = Path(home)
     settings = Settings(home=root / "home", embedder=embedder)
-    out: dict = {"leaves": leaves, "embedder": embedder, "home": str(root)}
+    report = root / "bench-scale.json"
     try:
-        t0 = time.perf_counter()
-        counts = stream_snapshot(root / "v1", leaves, seed=seed)
-        out["generate_s"] = round(time.perf_counter() - t0, 1)
-        out["tree"] = counts
-        t0 = time.perf_counter()
-        load_snapshot(settings, root / "v1")
-        out["sot_load_s"] = round(time.perf_counter() - t0, 1)
-        out["rss_after_load_mb"] = round(_rss_mb())
-        t0 = time.perf_counter()
-        full = run_index(settings, show_progress=sys.stderr.isatty())
-        wall = time.perf_counter() - t0
-        inside = sum(full.phases.values())
-        dagster_s = wall - inside - full.plan_seconds
-        stages = {
-            "planning": full.plan_seconds,
-            "engine": full.phases["engine"],
-            "embedding": full.phases["embed"],
-            "writes": full.phases["write"],
-            "dagster": dagster_s,
-        }
-        out["full_index"] = {
-            "wall_s": round(wall, 1),
-            "leaves_per_s": round(leaves / wall, 1),
-            "stages_s": {k: round(v, 1) for k, v in stages.items()},
-            "stages_share": {k: f"{100 * v / wall:.1f} %" for k, v in stages.items()},
-            "embedded_texts": full.embedded_texts,
-            "embedding_texts_per_s": round(full.embedded_texts / max(1e-9, stages["embedding"])),
-            "engine_calls": full.as_json()["engine_calls"],
-            "dagster_runs": full.runs,
-            "failed": full.failed,
-            "rss_now_mb": round(_rss_mb()),
-            "peak_rss_mb": round(_peak_rss_mb()),
-        }
+        if reuse:
+            out = json.loads(report.read_text())
+            out["reused"] = True
+        else:
+            out = {"leaves": leaves, "embedder": embedder, "home": str(root)}
+            t0 = time.perf_counter()
+            out["tree"] = stream_snapshot(root / "v1", leaves, seed=seed)
+            out["generate_s"] = round(time.perf_counter() - t0, 1)
+            t0 = time.perf_counter()
+            load_snapshot(settings, root / "v1")
+            out["sot_load_s"] = round(time.perf_counter() - t0, 1)
+            out["rss_after_load_mb"] = round(_rss_mb())
+            out["full_index"], _ = _full_index(settings, leaves)
+            report.write_text(json.dumps(out, indent=2))
         out["embedder_side_by_side"] = _embedder_side_by_side(settings)
         out["dagster_at_this_many_partitions"] = _dagster_at_scale(settings)
         if churn:
-            edited = _edit_leaves(root / "v1", root / "v2", churn, seed)
-            load_snapshot(settings, root / "v2")
-            t0 = time.perf_counter()
-            inc = run_index(settings)
-            inc_wall = time.perf_counter() - t0
-            j = inc.as_json()
-            seat_of = {
-                n.raw_id: n.parent_id
-                for n in full.plan.topology.level(settings.schema.leaf.name).values()
-            }
-            touched_seats = {seat_of[p] for p in edited}
-            seat_parent = {
-                n.node_id: n.parent_id
-                for n in full.plan.topology.level(settings.schema.parents_bottom_up[0]).values()
-            }
-            touched_accounts = {seat_parent[s] for s in touched_seats}
-            out["churn"] = {
-                "edited_leaves": len(edited),
-                "touched_seats": len(touched_seats),
-                "touched_accounts": len(touched_accounts),
-                "dagster_runs": inc.runs,
-                "run_bound_2_seats_plus_accounts": 2 * len(touched_seats) + len(touched_accounts),
-                "built": {k: v for k, v in j.items() if k.endswith("_built")},
-                "engine_calls": j["engine_calls"],
-                "wall_s": round(inc_wall, 1),
-                "ratio_full_over_incremental_wall": round(wall / inc_wall, 1),
-                "ratio_full_over_incremental_engine_calls": round(
-                    out["full_index"]["engine_calls"] / max(1, j["engine_calls"]), 1
-                ),
-            }
-            if check:
-                t0 = time.perf_counter()
-                report = verify(settings)
-                out["churn"]["verify_identical"] = report.ok
-                out["churn"]["verify_s"] = round(time.perf_counter() - t0, 1)
+            out["churn"] = _churn(settings, root, churn, seed, out["full_index"], check)
         code = (
             "import json; from hltm_assets.cli.bench import scale_queries; "
             f"print(json.dumps(scale_queries({str(settings.home)!r})))"
@@ -571,6 +601,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             embedder=args.embedder,
             churn=args.churn,
             check=args.verify,
+            reuse=args.reuse,
         )
     elif args.which in ("index", "query"):
         result = run(seed=args.seed)
@@ -591,4 +622,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     scale.add_argument("--embedder", default="local", choices=("local", "local-fast"))
     scale.add_argument("--churn", type=float, default=0.01, help="share of leaves edited")
     scale.add_argument("--verify", action="store_true", help="hltm verify after the churn")
+    scale.add_argument(
+        "--reuse", action="store_true", help="measure again on the tree built in --home"
+    )
     p.set_defaults(func=cmd_bench)

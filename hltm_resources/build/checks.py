@@ -8,7 +8,7 @@ from hltm_resources.build.erasure import erasure_pending
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
-from hltm_resources.stores.vectors import TABLES, VectorStore
+from hltm_resources.stores.vectors import TABLES, VectorStore, node_filter
 
 _VIEW_OF = {
     "facets": "mem_facets",
@@ -29,31 +29,51 @@ class CheckResult:
         return not self.problems
 
 
-def check_level(settings: Settings, level: str) -> CheckResult:
+def check_level(
+    settings: Settings, level: str, key_range: tuple[str, str] | None = None
+) -> CheckResult:
     """Every node of ``level`` has facets, QA pairs and a summary (a leaf with documents also
-    evidence passages), and as many vectors as rows in each view."""
+    evidence passages), and as many vectors as rows in each view.
+
+    ``key_range`` (first and last raw id, in partition order): only the nodes of that range,
+    what one Dagster run built; a run's check then costs what the run built, not the level.
+    """
     with database.connect(settings.duckdb_path, read_only=True) as con:
-        nodes = [n.node_id for n in read_topology(con, settings.schema).level(level).values()]
+        raw = list(read_topology(con, settings.schema).level(level).values())
+        if key_range is not None:
+            position = {n.raw_id: i for i, n in enumerate(raw)}
+            first, last = (position.get(k) for k in key_range)
+            raw = raw[first : last + 1] if first is not None and last is not None else []
+        nodes = [n.node_id for n in raw]
+        con.execute("CREATE TEMP TABLE checked (node_id VARCHAR, raw_id VARCHAR)")
+        con.executemany("INSERT INTO checked VALUES (?, ?)", [[n.node_id, n.raw_id] for n in raw])
         built = {
             r[0]
             for r in con.execute(
-                "SELECT node_id FROM mem_nodes WHERE level = ? AND input_hash <> 'invalidated'",
+                "SELECT node_id FROM mem_nodes JOIN checked USING (node_id) "
+                "WHERE level = ? AND input_hash <> 'invalidated'",
                 [level],
             ).fetchall()
         }
         documents = dict(
             con.execute(
-                f"SELECT {settings.schema.leaf.id_field}, count(*) FROM sot_documents GROUP BY 1"
+                f"SELECT {settings.schema.leaf.id_field}, count(*) FROM sot_documents "
+                f"WHERE {settings.schema.leaf.id_field} IN (SELECT raw_id FROM checked) "
+                "GROUP BY 1"
             ).fetchall()
         )
         rows = {
             view: dict(
-                con.execute(f"SELECT node_id, count(*) FROM {table} GROUP BY node_id").fetchall()
+                con.execute(
+                    f"SELECT node_id, count(*) FROM {table} JOIN checked USING (node_id) "
+                    "GROUP BY node_id"
+                ).fetchall()
             )
             for view, table in _VIEW_OF.items()
         }
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
-    vectors = {name: store.counts_by_node(name) for name in TABLES}
+    only = node_filter(nodes) if key_range is not None and nodes else None
+    vectors = {name: store.counts_by_node(name, only) for name in TABLES}
     problems: dict[str, str] = {}
     for node in nodes:
         issues = []

@@ -9,7 +9,8 @@ the adaptation hints version, so changing any of them rebuilds exactly what it a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -131,6 +132,7 @@ class Indexer:
         self.write_vectors = write_vectors
         self.embed_cache_size = embed_cache_size
         self._vec_cache: dict[str, np.ndarray] = {}
+        self._pinned: Topology | None = None
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
         database.init_schema(settings.duckdb_path, self.schema)
@@ -216,6 +218,22 @@ class Indexer:
             self.build_plan(plan)
         return plan
 
+    @contextmanager
+    def pinned(self, topology: Topology) -> Iterator[None]:
+        """Builds inside this block take ``topology`` as the tree, and skip finishing erasures
+        and re-reading hints and the model of the vector tables.
+
+        For an index run that holds the home's writer lock from its plan to its last build:
+        nothing else can then load a tree, journal an erasure or approve hints, and the run has
+        already done all three checks once. At 100k leaves re-reading them cost every Dagster
+        run a few DuckDB connections and the whole topology.
+        """
+        self._pinned = topology
+        try:
+            yield
+        finally:
+            self._pinned = None
+
     # -- building ------------------------------------------------------------------------
     def build(
         self,
@@ -233,7 +251,8 @@ class Indexer:
         exactly the nodes they want rebuilt.
         """
         with home_lock(self.settings.home, "index"):
-            complete_erasures(self.settings)  # a Dagster run may come first after a crash
+            if self._pinned is None:
+                complete_erasures(self.settings)  # a Dagster run may come first after a crash
             report = self._build(level, raw_ids, progress, expected_children, only_changed)
         fault("index:level-built")
         return report
@@ -247,11 +266,14 @@ class Indexer:
         only_changed: bool = False,
     ) -> BuildReport:
         report = BuildReport(level)
-        self.vectors.check_model()
-        self.refresh_hints()
+        if self._pinned is None:
+            self.vectors.check_model()
+            self.refresh_hints()
+            with database.connect(self.settings.duckdb_path, read_only=True) as con:
+                topo = read_topology(con, self.schema)
+        else:
+            topo = self._pinned
         usage_before = self.agents.usage.snapshot()
-        with database.connect(self.settings.duckdb_path, read_only=True) as con:
-            topo = read_topology(con, self.schema)
         nodes = _resolve(topo, level, raw_ids)
         if expected_children is not None:
             _check_children(topo, level, nodes, expected_children)

@@ -306,11 +306,11 @@ class VectorStore:
             return set()
         return set(self.scan(name, ["node_id"]).column("node_id").to_pylist())
 
-    def counts_by_node(self, name: str) -> dict[str, int]:
+    def counts_by_node(self, name: str, where: str | None = None) -> dict[str, int]:
         if not self.exists(name):
             return {}
         counts: dict[str, int] = {}
-        for n in self.scan(name, ["node_id"]).column("node_id").to_pylist():
+        for n in self.scan(name, ["node_id"], where).column("node_id").to_pylist():
             counts[n] = counts.get(n, 0) + 1
         return counts
 
