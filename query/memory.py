@@ -44,12 +44,10 @@ from query.retrieval import Retriever, ViewRows, node_scores
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
     ScopeLeaves,
-    ValueIndex,
+    ValueSetCache,
     constraints,
     group_passages,
-    is_new_value,
     list_items,
-    one_spelling,
     value_aliases,
 )
 
@@ -204,6 +202,7 @@ class Memory:
         self._catalog: tuple[int, dict[str, tuple[str, str, str, int]]] | None = None
         self._names: dict[str, str] = {}
         self._vocab: dict[tuple, ScopeVocabulary] = {}
+        self._value_sets = ValueSetCache()
         self._key_vectors: dict[str, np.ndarray] = {}  # description text -> vector
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
         self._leaves: dict[tuple, tuple[ViewRows, ViewRows, ScopeLeaves]] = {}
@@ -350,10 +349,8 @@ class Memory:
                 if fold(v) not in seen:
                     seen.add(fold(v))
                     fresh.append(v)
-            offered = fresh
-            known = ValueIndex(have + offered)
-            have += [v for v in offered if is_new_value(v, known, key)]
-        values = {k: one_spelling(v) for k, v in values.items()}
+            have += self._value_sets.new_values(key, have, fresh)
+        values = {k: self._value_sets.one_spelling(v) for k, v in values.items()}
         vocab = ScopeVocabulary(values, (self.settings.schema.leaf_count_key,), aliases)
         if len(self._vocab) > 256:
             self._vocab.clear()

@@ -600,24 +600,82 @@ def list_items(key: str, value: str) -> list[str]:
     return [value]
 
 
-def one_spelling(values: Sequence[str]) -> list[str]:
+def one_spelling(
+    values: Sequence[str], misspelled: Mapping[str, frozenset[str]] | None = None
+) -> list[str]:
     """``values`` (most supported first) without later misspellings of earlier ones
-    ("Google Analtics" after "Google Analytics": same words, one edit apart)."""
+    ("Google Analtics" after "Google Analytics": same words, one edit apart).
+
+    ``misspelled``: :func:`misspellings` of these values, when known (it does not depend on
+    their order, so one computation serves every order of the same values)."""
+    misspelled = misspellings(values) if misspelled is None else misspelled
     kept: list[str] = []
+    seen: set[str] = set()
+    for v in values:
+        if misspelled[v].isdisjoint(seen):
+            kept.append(v)
+            seen.add(v)
+    return kept
+
+
+def misspellings(values: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Per value, the values it would be a misspelling of, had they come first: as many
+    words, a length within one letter, stated by it (:func:`facet_states`)."""
     # One edit leaves the first or the last three letters as they were: compare only values
     # of as many words sharing one of them.
-    blocks: dict[tuple, list[tuple[int, str]]] = defaultdict(list)
-    for v in values:
-        folded = fold(v)
-        n = len(folded.split())
-        mine = [(n, "<", folded[:3]), (n, ">", folded[-3:])]
-        alike = [w for b in mine for w in blocks[b]]
-        if any(abs(size - len(folded)) <= 1 and facet_states(v, w) for size, w in alike):
-            continue
-        for b in mine:
-            blocks[b].append((len(folded), v))
-        kept.append(v)
-    return kept
+    blocks: dict[tuple, set[str]] = defaultdict(set)
+    folded = {v: fold(v) for v in values}
+    for v, f in folded.items():
+        n = len(f.split())
+        blocks[(n, "<", f[:3])].add(v)
+        blocks[(n, ">", f[-3:])].add(v)
+    out = {}
+    for v, f in folded.items():
+        n = len(f.split())
+        alike = blocks[(n, "<", f[:3])] | blocks[(n, ">", f[-3:])]
+        out[v] = frozenset(
+            w for w in alike if abs(len(folded[w]) - len(f)) <= 1 and _facet_states(v, w)
+        )
+    return out
+
+
+class ValueSetCache:
+    """What building a scope's vocabulary derives from a set of values alone, kept for the
+    next scope: every scope of a tree offers the tree's values (its own first, so in another
+    order). The :func:`misspellings` of a key's values, and which values a key's aliases add
+    (:func:`is_new_value`); at most ``size`` sets of each."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._misspelled: dict[frozenset[str], dict[str, frozenset[str]]] = {}
+        self._indexes: dict[tuple[str, frozenset[str]], tuple[ValueIndex, dict[str, bool]]] = {}
+
+    def one_spelling(self, values: Sequence[str]) -> list[str]:
+        """:func:`one_spelling` of ``values``."""
+        key = frozenset(values)
+        if key not in self._misspelled:
+            _bounded(self._misspelled, self.size)
+            self._misspelled[key] = misspellings(values)
+        return one_spelling(values, self._misspelled[key])
+
+    def new_values(self, key: str, have: Sequence[str], offered: Sequence[str]) -> list[str]:
+        """The ``offered`` values that are new next to ``have`` and ``offered`` together
+        (:func:`is_new_value`)."""
+        pool = (key, frozenset(have) | frozenset(offered))
+        if pool not in self._indexes:
+            _bounded(self._indexes, self.size)
+            self._indexes[pool] = (ValueIndex([*have, *offered]), {})
+        known, new = self._indexes[pool]
+        for v in offered:
+            if v not in new:
+                new[v] = is_new_value(v, known, key)
+        return [v for v in offered if new[v]]
+
+
+def _bounded(cache: dict, size: int) -> None:
+    """Make room for one more entry (the oldest goes)."""
+    while len(cache) >= size:
+        cache.pop(next(iter(cache)))
 
 
 def is_new_value(value: str, known: ValueIndex, key: str = "") -> bool:

@@ -191,5 +191,71 @@ def test_verification_over_an_indexed_scope_is_the_plain_loop(seed):
         expected = sorted(counts.items(), key=lambda kv: (-kv[1], questions.fold(kv[0])))
         assert index.distribution(pool, key, known) == expected
         assert index.distribution(pool[::2], key, known) == index.distribution(
-            pool[::2], key, list(known)  # another list of the same values: counted afresh
+            pool[::2],
+            key,
+            list(known),  # another list of the same values: counted afresh
         )
+
+
+# -- a scope's vocabulary from cached sets of values ------------------------------------------
+
+
+def reference_one_spelling(values):
+    """The loop :func:`one_spelling` is: later misspellings of kept values are dropped."""
+    from query.verification import facet_states
+
+    kept, blocks = [], defaultdict(list)
+    for v in values:
+        folded = questions.fold(v)
+        n = len(folded.split())
+        mine = [(n, "<", folded[:3]), (n, ">", folded[-3:])]
+        alike = [w for b in mine for w in blocks[b]]
+        if any(abs(size - len(folded)) <= 1 and facet_states(v, w) for size, w in alike):
+            continue
+        for b in mine:
+            blocks[b].append((len(folded), v))
+        kept.append(v)
+    return kept
+
+
+SPELLINGS = [
+    "Google Analytics",
+    "Google Analtics",
+    "Google Anaytics",
+    "Data Engineer",
+    "Data Enginer",
+    "Senior Data Engineer",
+    "Berlin",
+    "Berlin, Germany",
+    "Berlni",
+    "Go",
+    "Go",
+    "",
+    "!!",
+]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_spelling_from_a_cached_set_is_the_plain_loop_in_any_order(seed):
+    import random
+
+    from query.verification import ValueSetCache
+
+    cache = ValueSetCache(size=2)
+    rnd = random.Random(seed)
+    for _ in range(5):  # the same set in other orders, and other sets, through one cache
+        values = rnd.sample(SPELLINGS, rnd.randint(1, len(SPELLINGS)))
+        assert cache.one_spelling(values) == reference_one_spelling(values)
+
+
+def test_values_an_alias_adds_are_the_same_from_a_cached_set():
+    from query.verification import ValueIndex, ValueSetCache, is_new_value
+
+    cache = ValueSetCache()
+    have = ["Data Engineer", "Biostatistician", "Toronto", "Canada"]
+    offered = ["Senior Data Engineer", "Lead Biostatistician", "Toronto, Canada", "Nurse"]
+    known = ValueIndex(have + offered)
+    for key in ("title", "location", "learned_key"):
+        expected = [v for v in offered if is_new_value(v, known, key)]
+        assert cache.new_values(key, have, offered) == expected
+        assert cache.new_values(key, have[::-1], offered) == expected  # cached: same answer
