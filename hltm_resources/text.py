@@ -28,9 +28,10 @@ def collapse_ws(text: str) -> str:
 @lru_cache(maxsize=200_000)
 def fold(text: str) -> str:
     """Lowercase, strip accents and punctuation: the comparison form of a value."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    return " ".join(_WORD.findall(text))
+    if not text.isascii():  # ASCII has no accents to strip (and normalizes to itself)
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(text.lower()))
 
 
 def tokens(text: str) -> list[str]:

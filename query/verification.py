@@ -60,6 +60,12 @@ class Passage:
     kind: str
     tokens: tuple[str, ...]
 
+    @cached_property
+    def words(self) -> frozenset[str] | None:
+        """Its distinct tokens, when all are what :func:`tokenize` makes (else None)."""
+        words = frozenset(self.tokens)
+        return words if all(_TOKEN.fullmatch(w) for w in words) else None
+
 
 def tokenize(text: str) -> list[str]:
     """Folded words, plus the punctuation that ends a clause."""
@@ -109,7 +115,7 @@ def _near(a: str, b: str) -> bool:
 def mentions(tokens: Sequence[str], value: str) -> list[tuple[int, int]]:
     """(start, end) of every place ``value`` (or a variant) is stated in ``tokens``."""
     out = set()
-    for seq in variants(value):
+    for seq in _variants(value):
         n = len(seq)
         first, rest = seq[0], list(enumerate(seq[1:], 1))
         for start in range(len(tokens) - n + 1):
@@ -122,6 +128,18 @@ def mentions(tokens: Sequence[str], value: str) -> list[tuple[int, int]]:
             else:
                 out.add((start, start + n))
     return sorted(out)
+
+
+@lru_cache(maxsize=100_000)
+def _variants(value: str) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(seq) for seq in variants(value))
+
+
+def may_mention(words: frozenset[str], value: str) -> bool:
+    """False when tokens with these distinct ``words`` (words :func:`tokenize` makes) cannot
+    mention ``value``: for some variant of it, each word must be among them, or a word one
+    edit from it (see :func:`mentions`)."""
+    return any(all(not words.isdisjoint(_near_words(w)) for w in seq) for seq in _variants(value))
 
 
 def negated(tokens: Sequence[str], start: int, end: int) -> bool:
@@ -147,6 +165,8 @@ def _negates(tokens: Sequence[str], i: int) -> bool:
 def states(passage: Passage, key: str, value: str) -> bool:
     """The passage states ``key: value``, not negated (see the module docstring)."""
     tokens = passage.tokens
+    if passage.words is not None and not may_mention(passage.words, value):
+        return False
     if not any(not negated(tokens, s, e) for s, e in mentions(tokens, value)):
         return False
     if is_feedback_kind(passage.kind) and about_role(key):
@@ -422,13 +442,14 @@ class ScopeLeaves:
         return [LeafMatch(n, tuple(how[n]), (names or {}).get(n, n)) for n in survivors]
 
     def _may_state(self, value: str):
-        """A test that is false for a leaf whose evidence cannot state ``value``: for some
-        variant of it, each word must be in the leaf's evidence, or a word one edit from it
-        (see :func:`mentions`)."""
+        """A test that is false for a leaf whose evidence cannot state ``value``
+        (:func:`may_mention` over all its words)."""
         scope_words = self.words()
-        needed = [[_near_words(w) & scope_words for w in seq] for seq in variants(value)]
+        needed = [[_near_words(w) & scope_words for w in seq] for seq in _variants(value)]
 
         def may_state(facts: LeafFacts) -> bool:
+            if any(p.words is None for p in facts.passages):
+                return True  # tokens tokenize did not make: read them all
             present = facts.present
             return any(all(not present.isdisjoint(near) for near in seq) for seq in needed)
 

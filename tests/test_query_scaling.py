@@ -259,3 +259,19 @@ def test_values_an_alias_adds_are_the_same_from_a_cached_set():
         expected = [v for v in offered if is_new_value(v, known, key)]
         assert cache.new_values(key, have, offered) == expected
         assert cache.new_values(key, have[::-1], offered) == expected  # cached: same answer
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_passage_whose_words_cannot_mention_a_value_does_not(seed):
+    import random
+
+    from query.verification import may_mention, mentions, tokenize
+
+    rnd = random.Random(seed)
+    words = ["terraform", "kubernetes", "lisbon", "go", "data", "engineer", "berlin", "c"]
+    for _ in range(300):
+        text = " ".join(typo(rnd.choice(words), rnd) for _ in range(rnd.randint(0, 8)))
+        tokens = tokenize(text)
+        value = rnd.choice(["Terraform", "Data Engineer", "Lisbon, Portugal", "Go", "C++", "B"])
+        if mentions(tokens, value):
+            assert may_mention(frozenset(tokens), value)
