@@ -27,7 +27,10 @@ def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecks
         context: dg.AssetCheckExecutionContext, hltm: dg.ResourceParam[Indexer]
     ) -> dg.AssetCheckResult:
         result = check_level(
-            hltm.settings, level, run_key_range(context.op_execution_context.run.tags)
+            hltm.settings,
+            level,
+            run_key_range(context.op_execution_context.run.tags),
+            topology=hltm.pinned_topology,
         )
         shown = dict(sorted(result.problems.items())[:20])
         return dg.AssetCheckResult(

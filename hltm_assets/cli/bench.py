@@ -287,23 +287,26 @@ def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
     """Texts/s on ``sample`` texts this build stored: the embedding path before this round
     (fixed batches of 64, sorted by characters), today's (batches by token budget) and the
     int8-activation variant (``local-fast``), one after the other in this process."""
+    import random
+
     import lancedb
 
     from hltm_resources.embedding import Embedder, MiniLMDynamicEmbedder, MiniLMEmbedder
 
     db = lancedb.connect(str(settings.lancedb_path))
-    texts: list[str] = []
+    texts: list[str] = []  # the build's mix: texts of every view, then a random sample
     for name in ("facets", "qa", "summaries", "evidence"):
         if name in db.table_names():
             texts += (
                 db.open_table(name)
                 .search()
                 .select(["text"])
-                .limit(sample)
+                .limit(10 * sample)
                 .to_arrow()["text"]
                 .to_pylist()
             )
-    texts = list(dict.fromkeys(texts))[:sample]
+    texts = list(dict.fromkeys(texts))
+    texts = random.Random(0).sample(texts, min(sample, len(texts)))
     out = {"texts": len(texts)}
     float_model, fast_model = MiniLMEmbedder(), MiniLMDynamicEmbedder()
     for e in (float_model, fast_model):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from hltm_resources.build.erasure import erasure_pending
 from hltm_resources.config import Settings
+from hltm_resources.models import Topology
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
 from hltm_resources.stores.vectors import TABLES, VectorStore, node_filter
@@ -30,16 +31,22 @@ class CheckResult:
 
 
 def check_level(
-    settings: Settings, level: str, key_range: tuple[str, str] | None = None
+    settings: Settings,
+    level: str,
+    key_range: tuple[str, str] | None = None,
+    topology: Topology | None = None,
 ) -> CheckResult:
     """Every node of ``level`` has facets, QA pairs and a summary (a leaf with documents also
     evidence passages), and as many vectors as rows in each view.
 
     ``key_range`` (first and last raw id, in partition order): only the nodes of that range,
     what one Dagster run built; a run's check then costs what the run built, not the level.
+    ``topology``: the tree of an index run that pinned it (see :meth:`Indexer.pinned`; the run
+    holds the writer lock, so no erasure can be pending either).
     """
     with database.connect(settings.duckdb_path, read_only=True) as con:
-        raw = list(read_topology(con, settings.schema).level(level).values())
+        tree = topology if topology is not None else read_topology(con, settings.schema)
+        raw = list(tree.level(level).values())
         if key_range is not None:
             position = {n.raw_id: i for i, n in enumerate(raw)}
             first, last = (position.get(k) for k in key_range)
@@ -89,7 +96,7 @@ def check_level(
                 issues.append(f"{view}: {n_rows} rows but {n_vec} vectors")
         if issues:
             problems[node] = "; ".join(issues)
-    if settings.schema.is_leaf(level) and erasure_pending(settings):
+    if topology is None and settings.schema.is_leaf(level) and erasure_pending(settings):
         problems["erasure"] = (
             "an erasure was recorded and is not complete in every store: run hltm index "
             "(or load, delete, verify) to finish it"

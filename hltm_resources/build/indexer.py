@@ -234,6 +234,11 @@ class Indexer:
         finally:
             self._pinned = None
 
+    @property
+    def pinned_topology(self) -> Topology | None:
+        """The tree an index run pinned (None outside :meth:`pinned`)."""
+        return self._pinned
+
     # -- building ------------------------------------------------------------------------
     def build(
         self,
