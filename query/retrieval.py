@@ -273,12 +273,12 @@ class Retriever:
         other facets by relevance, :data:`MAX_FACETS_PER_NODE` of those at most."""
         rows = self.rows("facets", where, scope_key)
         if rows is None:
-            candidates: list[str] = []
-            for vec in micro_vecs:
-                hit = self.vectors.search("facets", vec, where, CANDIDATE_LIMIT, ["node_id"])
-                candidates.extend(
-                    n for n in hit.column("node_id").to_pylist() if n not in candidates
-                )
+            hits = self.vectors.search_many(
+                "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"]
+            )
+            candidates = list(
+                dict.fromkeys(n for hit in hits for n in hit.column("node_id").to_pylist())
+            )
             if not candidates:
                 return []
             rows = ViewRows.from_arrow(

@@ -275,3 +275,42 @@ def test_a_passage_whose_words_cannot_mention_a_value_does_not(seed):
         value = rnd.choice(["Terraform", "Data Engineer", "Lisbon, Portugal", "Go", "C++", "B"])
         if mentions(tokens, value):
             assert may_mention(frozenset(tokens), value)
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+
+def test_one_search_for_several_vectors_returns_what_each_search_returns(tmp_path):
+    import numpy as np
+    import pyarrow as pa
+
+    from hltm_resources.stores.vectors import VectorStore, subtree_filter, table_schema
+
+    dim, rng = 8, np.random.default_rng(0)
+    store = VectorStore(tmp_path / "lancedb", "test-model", dim)
+    table = store.table("facets", create=True)
+    shared = rng.standard_normal(dim).astype(np.float32)  # many rows tie on it
+    for batch in range(3):  # several fragments
+        vectors = rng.standard_normal((40, dim)).astype(np.float32)
+        vectors[::2] = shared
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        n = len(vectors)
+        rows = {
+            "node_id": [f"project:p{batch}{i:03d}" for i in range(n)],
+            "level": ["project"] * n,
+            "path": [f"{'a' if i % 3 else 'b'}/s/p{batch}{i:03d}" for i in range(n)],
+            "text": ["skill: Go"] * n,
+            "key": ["skill"] * n,
+            "value": ["Go"] * n,
+            "support": [1] * n,
+            "source_ids": [["d1"]] * n,
+            "vector": list(vectors),
+        }
+        table.add(pa.table(rows).cast(table_schema("facets", "test-model", dim)))
+    queries = np.vstack([shared, rng.standard_normal((3, dim)).astype(np.float32)])
+    for where in (subtree_filter("a"), subtree_filter("b")):
+        many = store.search_many("facets", queries, where, 25, ["node_id", "path"])
+        assert len(many) == len(queries)
+        for query, hits in zip(queries, many, strict=True):
+            assert hits.equals(store.search("facets", query, where, 25, ["node_id", "path"]))
+            assert all(p.startswith(where.split("'")[1]) for p in hits.column("path").to_pylist())

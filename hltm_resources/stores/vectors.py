@@ -328,6 +328,26 @@ class VectorStore:
             .to_arrow()
         )
 
+    def search_many(
+        self, name: str, vectors: np.ndarray, where: str, limit: int, columns: Sequence[str]
+    ) -> list[pa.Table]:
+        """:meth:`search` for each of ``vectors`` (rows), in one pass over the table: a
+        brute-force search costs a read of the whole table, whatever the filter keeps."""
+        if len(vectors) == 1:
+            return [self.search(name, vectors[0], where, limit, columns)]
+        hits = (
+            self.table(name)
+            .search(np.asarray(vectors, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)
+            .select([*columns, "_distance"])
+            .limit(limit)
+            .to_arrow()
+        )
+        query = hits.column("query_index").to_numpy()
+        hits = hits.drop_columns(["query_index"])
+        return [hits.filter(query == i) for i in range(len(vectors))]
+
     def text_search(
         self, name: str, query: str, where: str, limit: int, columns: Sequence[str]
     ) -> pa.Table:
