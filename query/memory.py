@@ -6,6 +6,7 @@ import os
 import time
 import uuid
 import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -205,7 +206,7 @@ class Memory:
         self._value_sets = ValueSetCache()
         self._key_vectors: dict[str, np.ndarray] = {}  # description text -> vector
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
-        self._leaves: dict[tuple, tuple[ViewRows, ViewRows, ScopeLeaves]] = {}
+        self._leaves: dict[tuple, tuple[weakref.ref, weakref.ref, ScopeLeaves]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._erasing_stamp: tuple | None = None
         self._erasing_nodes: dict[str, str] = {}
@@ -628,8 +629,11 @@ class Memory:
             self.vectors.version("facets"),
             self.vectors.version("evidence"),
         )
+        # Kept while the retriever keeps the rows it was read from (weakly held: the
+        # retriever's cache bounds both).
+        self._leaves = {k: v for k, v in self._leaves.items() if v[0]() and v[1]()}
         cached = self._leaves.get(cache_key)
-        if cached is not None and cached[0] is rows and cached[1] is evidence:
+        if cached is not None and cached[0]() is rows and cached[1]() is evidence:
             return cached[2], rows
         schema = self.settings.schema
         values: dict[str, dict[str, list[str]]] = {}
@@ -647,7 +651,7 @@ class Memory:
         leaves = ScopeLeaves.build(values, group_passages(evidence.cols))
         if len(self._leaves) >= CACHED_SCOPE_LEAVES:
             self._leaves.pop(next(iter(self._leaves)))
-        self._leaves[cache_key] = (rows, evidence, leaves)
+        self._leaves[cache_key] = (weakref.ref(rows), weakref.ref(evidence), leaves)
         return leaves, rows
 
     def _verified(

@@ -34,6 +34,10 @@ from hltm_resources.stores.vectors import (
 )
 
 MAX_CACHED_ROWS = 20_000
+#: Vectors the cached scopes may hold together (384 float32 each: about 600 MB), least
+#: recently asked scopes forgotten first; a scope of MAX_CACHED_ROWS rows per view fits many
+#: times.
+MAX_HELD_ROWS = 400_000
 MAX_MATCHED_NODES = 500
 CANDIDATE_LIMIT = 400
 MAX_FACETS_PER_NODE = 12
@@ -182,6 +186,13 @@ class ViewRows:
         )
 
 
+def _weight(rows: ViewRows | None) -> int:
+    """How many vectors cached rows hold (a passage has two)."""
+    if rows is None:
+        return 0
+    return len(rows) * (1 if rows.context is None else 2)
+
+
 def _matrix(table: pa.Table, column: str) -> np.ndarray:
     if not table.num_rows:
         return np.zeros((0, 1), dtype=np.float32)
@@ -228,6 +239,7 @@ class Retriever:
         self.vectors = vectors
         self.schema = schema
         self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
+        self._held = 0  # vectors the cache holds (see MAX_HELD_ROWS)
         self._lock = threading.Lock()
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
@@ -244,8 +256,11 @@ class Retriever:
             rows = ViewRows.from_arrow(self.vectors.scan(view, COLUMNS[view], where))
         with self._lock:
             self._cache[key] = rows
-            while len(self._cache) > CACHED_SCOPES * 3:
-                self._cache.popitem(last=False)
+            self._held += _weight(rows)
+            while len(self._cache) > 1 and (
+                len(self._cache) > CACHED_SCOPES * 3 or self._held > MAX_HELD_ROWS
+            ):
+                self._held -= _weight(self._cache.popitem(last=False)[1])
         return rows
 
     def _search_rows(self, view: str, vec: np.ndarray, where: str, limit: int) -> ViewRows:

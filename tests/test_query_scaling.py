@@ -314,3 +314,66 @@ def test_one_search_for_several_vectors_returns_what_each_search_returns(tmp_pat
         for query, hits in zip(queries, many, strict=True):
             assert hits.equals(store.search("facets", query, where, 25, ["node_id", "path"]))
             assert all(p.startswith(where.split("'")[1]) for p in hits.column("path").to_pylist())
+
+
+# -- caches follow the tables ------------------------------------------------------------------
+
+
+def test_a_question_after_a_rebuild_reads_the_new_rows_not_cached_ones(fresh_home, monkeypatch):
+    from datetime import timedelta
+
+    import duckdb
+
+    import query.memory
+    from hltm_resources.stores import vectors
+    from hltm_resources.stores.vectors import VectorStore
+    from query import Memory
+
+    monkeypatch.setattr(query.memory, "READ_CONSISTENCY", timedelta(0))
+    monkeypatch.setattr(vectors, "VERSION_TTL_S", 0.0)
+    with duckdb.connect(str(fresh_home.duckdb_path), read_only=True) as con:
+        seat, project, location = con.execute(
+            "SELECT s.node_id, p.node_id, f.value FROM mem_nodes p JOIN mem_nodes s"
+            " ON starts_with(p.path, s.path || '/') JOIN mem_facets f ON f.node_id = p.node_id"
+            " WHERE p.level = 'project' AND s.level = 'seat' AND f.key = 'location'"
+            " ORDER BY p.node_id LIMIT 1"
+        ).fetchone()
+    question = f"Which projects are in {location}?"
+    mem = Memory(fresh_home, log_queries=False)
+    before = mem.retrieve(question, scope=seat).context
+    summary = mem.retrieve("Where are the jobs usually located?", scope=seat).context
+    assert project in {m.node_id for m in before.matches}
+    assert summary.leaves_counted >= 1
+
+    # A rebuild drops the project from every table (a new version of each).
+    VectorStore(fresh_home.lancedb_path, None, None).delete_nodes([project])
+
+    after = mem.retrieve(question, scope=seat).context
+    assert project not in after.node_ids()
+    assert project not in {m.node_id for m in after.matches}
+    again = mem.retrieve("Where are the jobs usually located?", scope=seat).context
+    assert again.leaves_counted == summary.leaves_counted - 1
+    assert project not in mem.catalog()
+
+
+def test_a_bounded_row_cache_answers_as_an_unbounded_one(built_home, monkeypatch):
+    import duckdb
+
+    import query.retrieval
+    from query import Memory
+
+    with duckdb.connect(str(built_home.duckdb_path), read_only=True) as con:
+        scopes = [r[0] for r in con.execute("SELECT node_id FROM mem_nodes ORDER BY 1").fetchall()]
+    questions = ["Where are the jobs usually located?", "Which projects require Python?"]
+
+    def answers():
+        mem = Memory(built_home, log_queries=False)
+        out = [mem.ask(q, scope=s).as_dict() for s in scopes for q in questions]
+        return mem, [{k: v for k, v in a.items() if k != "timings"} for a in out]
+
+    _, unbounded = answers()
+    monkeypatch.setattr(query.retrieval, "MAX_HELD_ROWS", 60)
+    mem, bounded = answers()
+    assert bounded == unbounded
+    assert len(mem.retriever._cache) < 4 * len(scopes)  # scopes were forgotten
+    assert mem.retriever._held <= max(60, max(len(r or ()) for r in mem.retriever._cache.values()))
