@@ -477,8 +477,9 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 @lru_cache(maxsize=20_000)
 def _near_words(word: str) -> frozenset[str]:
-    """Every token :func:`_near` to ``word``: itself and, for a word of five letters or
-    more, those of five or more one edit (or one swap of neighbours) from it."""
+    """Every word of letters and digits :func:`_near` to ``word``: itself and, for a word of
+    five letters or more, those of five or more one edit (or one swap of neighbours) from it
+    (each edit below makes a word :func:`_near` holds near; only the length is left to check)."""
     out = {word}
     if len(word) >= 5:
         n = len(word)
@@ -491,7 +492,7 @@ def _near_words(word: str) -> frozenset[str]:
             out.add(word[:i] + word[i + 1 :])  # a deletion
             if i + 1 < n:
                 out.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])  # a swap
-    return frozenset(w for w in out if w == word or (len(w) >= 5 and _near(word, w)))
+    return frozenset(w for w in out if w == word or len(w) >= 5)
 
 
 @lru_cache(maxsize=200_000)

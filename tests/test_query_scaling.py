@@ -377,3 +377,32 @@ def test_a_bounded_row_cache_answers_as_an_unbounded_one(built_home, monkeypatch
     assert bounded == unbounded
     assert len(mem.retriever._cache) < 4 * len(scopes)  # scopes were forgotten
     assert mem.retriever._held <= max(60, max(len(r or ()) for r in mem.retriever._cache.values()))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stated_is_the_word_pattern_it_replaced(seed):
+    import random
+    import re
+
+    rnd = random.Random(seed)
+    alphabet = "aes s+#1"
+    for _ in range(3000):
+        folded = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 4)))
+        question = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12)))
+        pattern = rf"(?<![a-z0-9]){re.escape(folded)}(?:e?s)?(?![a-z0-9])"
+        assert questions._stated(folded, question) == bool(re.search(pattern, question))
+
+
+def test_near_words_are_the_words_near_holds_near():
+    import itertools
+
+    from query.verification import _near, _near_words
+
+    letters = "abe1"
+    for word in ["abeab", "aabbe", "abe", "ab+ee", "eeeeee"]:
+        near = _near_words(word)
+        for n in range(len(word) - 1, len(word) + 2):
+            for chars in itertools.product(letters + "+", repeat=n):
+                other = "".join(chars)
+                if set(other) <= set(letters):  # what tokenize makes
+                    assert (other in near) == (other == word or _near(word, other)), other

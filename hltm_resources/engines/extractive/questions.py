@@ -163,14 +163,24 @@ def _value_matches(value: str, q_tokens: list[str], q_folded: str) -> float:
     return share if share >= 0.75 else 0.0
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 def _stated(folded: str, q_folded: str) -> bool:
-    return bool(_stated_pattern(folded).search(q_folded))
-
-
-@lru_cache(maxsize=100_000)
-def _stated_pattern(folded: str) -> re.Pattern[str]:
-    # Compiled once per value: a vocabulary holds more values than ``re``'s own cache.
-    return re.compile(rf"(?<![a-z0-9]){re.escape(folded)}(?:e?s)?(?![a-z0-9])")
+    """``folded`` occurs in the question as whole words, the last one perhaps in the plural:
+    ``(?<![a-z0-9])folded(?:e?s)?(?![a-z0-9])``, matched without compiling a pattern per
+    value."""
+    start = q_folded.find(folded)
+    while start >= 0:
+        end = start + len(folded)
+        if start == 0 or q_folded[start - 1] not in _ALNUM:
+            for plural in ("es", "s", ""):
+                if q_folded.startswith(plural, end):
+                    after = end + len(plural)
+                    if after == len(q_folded) or q_folded[after] not in _ALNUM:
+                        return True
+        start = q_folded.find(folded, start + 1)
+    return False
 
 
 _RUN = re.compile(r"[a-z0-9]+")
