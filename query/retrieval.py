@@ -34,6 +34,9 @@ from hltm_resources.stores.vectors import (
 )
 
 MAX_CACHED_ROWS = 20_000
+#: Rows per view of a scope too large to search in numpy that are still kept, to read the
+#: rows of the nodes LanceDB's search picks from (not scanned again for each question).
+MAX_HELD_SCOPE_ROWS = 100_000
 #: Vectors the cached scopes may hold together (384 float32 each: about 600 MB), least
 #: recently asked scopes forgotten first; a scope of MAX_CACHED_ROWS rows per view fits many
 #: times.
@@ -167,6 +170,11 @@ class ViewRows:
         return NodeGroups.of(self.cols["node_id"])
 
     @cached_property
+    def node_index(self) -> dict[str, int]:
+        """Each node's position in :attr:`groups`."""
+        return {n: j for j, n in enumerate(self.groups.nodes)}
+
+    @cached_property
     def node_rank(self) -> np.ndarray:
         """Per row, the rank of its node id among the sorted node ids (ties broken by id)."""
         nodes = self.cols["node_id"]
@@ -244,15 +252,24 @@ class Retriever:
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
         """All rows of ``view`` in scope (cached per table version), or None when too many."""
+        return self._cached(view, where, scope_key, MAX_CACHED_ROWS)
+
+    def held_rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
+        """All rows of ``view`` in a scope too large for :meth:`rows` (searched in LanceDB),
+        when it is small enough to keep (``MAX_HELD_SCOPE_ROWS``): the rows of the nodes a
+        search picks are then read from them, not scanned for again."""
+        return self._cached(view, where, scope_key, MAX_HELD_SCOPE_ROWS)
+
+    def _cached(self, view: str, where: str, scope_key: str, limit: int) -> ViewRows | None:
         version = self.vectors.version(view)
-        key = (view, scope_key, where, version)
+        key = (view, scope_key, where, version, limit)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         count = self.vectors.table(view).count_rows(where)
         rows = None
-        if count <= MAX_CACHED_ROWS:
+        if count <= limit:
             rows = ViewRows.from_arrow(self.vectors.scan(view, COLUMNS[view], where))
         with self._lock:
             self._cache[key] = rows
@@ -262,6 +279,19 @@ class Retriever:
             ):
                 self._held -= _weight(self._cache.popitem(last=False)[1])
         return rows
+
+    def _rows_of_nodes(self, view: str, where: str, scope_key: str, nodes: list[str]) -> ViewRows:
+        """The rows of ``nodes`` in scope, in the order a scan returns them (the table's)."""
+        held = self.held_rows(view, where, scope_key)
+        if held is not None:
+            index = held.node_index
+            if all(n in index for n in nodes):
+                groups = held.groups
+                picked = [groups.rows(index[n]) for n in nodes]
+                return held.take(np.sort(np.concatenate(picked)).tolist())
+        return ViewRows.from_arrow(
+            self.vectors.scan(view, COLUMNS[view], f"{where} AND {node_filter(nodes)}")
+        )
 
     def _search_rows(self, view: str, vec: np.ndarray, where: str, limit: int) -> ViewRows:
         hits = self.vectors.search(view, vec, where, limit, COLUMNS[view])
@@ -296,11 +326,7 @@ class Retriever:
             )
             if not candidates:
                 return []
-            rows = ViewRows.from_arrow(
-                self.vectors.scan(
-                    "facets", COLUMNS["facets"], f"{where} AND {node_filter(candidates)}"
-                )
-            )
+            rows = self._rows_of_nodes("facets", where, scope_key, candidates)
         if not len(rows):
             return []
         cos = micro_vecs @ rows.vectors.T  # (|F_q|, rows); vectors are L2-normalized

@@ -280,33 +280,46 @@ def test_a_passage_whose_words_cannot_mention_a_value_does_not(seed):
 # -- the store ---------------------------------------------------------------------------------
 
 
-def test_one_search_for_several_vectors_returns_what_each_search_returns(tmp_path):
+def facet_store(path, dim=8, seed=0):
+    """A facets table of several fragments, half its rows tied on one vector, a node's rows
+    spread over fragments, some rows deleted."""
     import numpy as np
     import pyarrow as pa
 
-    from hltm_resources.stores.vectors import VectorStore, subtree_filter, table_schema
+    from hltm_resources.stores.vectors import VectorStore, table_schema
 
-    dim, rng = 8, np.random.default_rng(0)
-    store = VectorStore(tmp_path / "lancedb", "test-model", dim)
+    rng = np.random.default_rng(seed)
+    store = VectorStore(path, "test-model", dim)
     table = store.table("facets", create=True)
-    shared = rng.standard_normal(dim).astype(np.float32)  # many rows tie on it
-    for batch in range(3):  # several fragments
+    shared = rng.standard_normal(dim).astype(np.float32)
+    for batch in range(3):
         vectors = rng.standard_normal((40, dim)).astype(np.float32)
         vectors[::2] = shared
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         n = len(vectors)
         rows = {
-            "node_id": [f"project:p{batch}{i:03d}" for i in range(n)],
+            "node_id": [f"project:p{i % 17:03d}" for i in range(n)],
             "level": ["project"] * n,
-            "path": [f"{'a' if i % 3 else 'b'}/s/p{batch}{i:03d}" for i in range(n)],
-            "text": ["skill: Go"] * n,
+            "path": [f"{'a' if i % 17 % 3 else 'b'}/s/p{i % 17:03d}" for i in range(n)],
+            "text": [f"skill: Go {batch} {i}" for i in range(n)],
             "key": ["skill"] * n,
-            "value": ["Go"] * n,
+            "value": [f"Go {batch} {i}" for i in range(n)],
             "support": [1] * n,
             "source_ids": [["d1"]] * n,
             "vector": list(vectors),
         }
         table.add(pa.table(rows).cast(table_schema("facets", "test-model", dim)))
+    table.delete("value IN ('Go 0 3', 'Go 1 4', 'Go 2 5')")
+    return store, shared, rng
+
+
+def test_one_search_for_several_vectors_returns_what_each_search_returns(tmp_path):
+    import numpy as np
+
+    from hltm_resources.stores.vectors import subtree_filter
+
+    store, shared, rng = facet_store(tmp_path / "lancedb")
+    dim = len(shared)
     queries = np.vstack([shared, rng.standard_normal((3, dim)).astype(np.float32)])
     for where in (subtree_filter("a"), subtree_filter("b")):
         many = store.search_many("facets", queries, where, 25, ["node_id", "path"])
@@ -406,3 +419,32 @@ def test_near_words_are_the_words_near_holds_near():
                 other = "".join(chars)
                 if set(other) <= set(letters):  # what tokenize makes
                     assert (other in near) == (other == word or _near(word, other)), other
+
+
+def test_the_rows_of_picked_nodes_read_from_a_kept_scope_are_the_rows_a_scan_returns(
+    tmp_path, monkeypatch
+):
+    import random
+
+    import numpy as np
+
+    import query.retrieval
+    from hltm_resources.schema import DEFAULT_SCHEMA
+    from hltm_resources.stores.vectors import node_filter, subtree_filter
+    from query.retrieval import COLUMNS, Retriever, ViewRows
+
+    store, _, _ = facet_store(tmp_path / "lancedb")
+    retriever = Retriever(store, DEFAULT_SCHEMA)
+    where = subtree_filter("a")
+    nodes = sorted(set(store.scan("facets", ["node_id"], where).column("node_id").to_pylist()))
+    rnd = random.Random(0)
+    for _ in range(10):
+        picked = rnd.sample(nodes, rnd.randint(1, len(nodes)))
+        scanned = ViewRows.from_arrow(
+            store.scan("facets", COLUMNS["facets"], f"{where} AND {node_filter(picked)}")
+        )
+        for held in (100_000, 0):  # kept, and too large to keep
+            monkeypatch.setattr(query.retrieval, "MAX_HELD_SCOPE_ROWS", held)
+            got = retriever._rows_of_nodes("facets", where, f"a{held}", picked)
+            assert got.cols == scanned.cols
+            assert np.array_equal(got.vectors, scanned.vectors)
