@@ -194,6 +194,13 @@ class ViewRows:
         )
 
 
+def _remember(seen: dict, key: tuple, size: int) -> None:
+    """Add ``key`` to an insertion-ordered set of at most ``size`` keys (the oldest go)."""
+    seen[key] = None
+    while len(seen) > size:
+        seen.pop(next(iter(seen)))
+
+
 def _weight(rows: ViewRows | None) -> int:
     """How many vectors cached rows hold (a passage has two)."""
     if rows is None:
@@ -248,6 +255,7 @@ class Retriever:
         self.schema = schema
         self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
         self._held = 0  # vectors the cache holds (see MAX_HELD_ROWS)
+        self._asked: dict[tuple, None] = {}  # large scopes searched once (see _rows_of_nodes)
         self._lock = threading.Lock()
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
@@ -281,8 +289,16 @@ class Retriever:
         return rows
 
     def _rows_of_nodes(self, view: str, where: str, scope_key: str, nodes: list[str]) -> ViewRows:
-        """The rows of ``nodes`` in scope, in the order a scan returns them (the table's)."""
-        held = self.held_rows(view, where, scope_key)
+        """The rows of ``nodes`` in scope, in the order a scan returns them (the table's).
+
+        A scope's rows are kept from its second question on: reading them all costs the
+        first question of a scope asked only once more than scanning for those it needs."""
+        asked = (view, scope_key, where, self.vectors.version(view))
+        held = None
+        if asked in self._asked:
+            held = self.held_rows(view, where, scope_key)
+        else:
+            _remember(self._asked, asked, CACHED_SCOPES * 3)
         if held is not None:
             index = held.node_index
             if all(n in index for n in nodes):
