@@ -21,6 +21,7 @@ Each candidate is then checked against *every* constraint, and satisfies one whe
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,8 +69,28 @@ class Passage:
 
 
 def tokenize(text: str) -> list[str]:
-    """Folded words, plus the punctuation that ends a clause."""
-    return _TOKEN.findall(fold_keep_breaks(text))
+    """Folded words, plus the punctuation that ends a clause: ``fold_keep_breaks`` read for
+    runs of letters and digits (what :func:`fold` keeps of a word), clause by clause."""
+    out: list[str] = []
+    for part in _CLAUSE_END.split(text):
+        if part in ".;:!?":  # a clause's end (or a part made of such marks), kept as it is
+            out += _TOKEN.findall(part)
+        else:
+            out += _RUNS.findall(_lower_plain(part))
+    return out
+
+
+_CLAUSE_END = re.compile(r"([.;:!?])(?=\s|$)")
+_RUNS = re.compile(r"[a-z0-9]+")
+
+
+def _lower_plain(text: str) -> str:
+    """Lowercase without accents, as :func:`fold` reads text before taking its words (not
+    cached: passages are read once)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return text.lower()
 
 
 def fold_keep_breaks(text: str) -> str:

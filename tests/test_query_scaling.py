@@ -448,3 +448,16 @@ def test_the_rows_of_picked_nodes_read_from_a_kept_scope_are_the_rows_a_scan_ret
             got = retriever._rows_of_nodes("facets", where, f"a{held}", picked)
             assert got.cols == scanned.cols
             assert np.array_equal(got.vectors, scanned.vectors)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tokenize_reads_what_folding_each_clause_makes(seed):
+    import random
+
+    from query.verification import _TOKEN, fold_keep_breaks, tokenize
+
+    rnd = random.Random(seed)
+    alphabet = "aZ9 .;:!?+#-,\n\téÉçß\u0301\u212a"
+    for _ in range(5000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 20)))
+        assert tokenize(text) == _TOKEN.findall(fold_keep_breaks(text)), repr(text)
