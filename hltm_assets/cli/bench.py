@@ -363,7 +363,7 @@ SCALE_QUESTIONS = (
 )
 
 
-def scale_queries(home: str, seats: int = 20, seed: int = 3) -> dict:
+def scale_queries(home: str, embedder: str = "local", seats: int = 20, seed: int = 3) -> dict:
     """Retrieval latency at scale, in this (fresh) process: ``seats`` random seat scopes and
     the largest account; each question once per scope (the first is a scope's first)."""
     import random
@@ -372,7 +372,7 @@ def scale_queries(home: str, seats: int = 20, seed: int = 3) -> dict:
     from query import Memory
     from query.evaluation.metrics import percentile
 
-    settings = Settings(home=Path(home))
+    settings = Settings(home=Path(home), embedder=embedder)
     schema = settings.schema
     seat_level, account_level = schema.parents_bottom_up[0], schema.parents_bottom_up[-1]
     with database.connect(settings.duckdb_path, read_only=True) as con:
@@ -573,7 +573,7 @@ def bench_scale(
             out["churn"] = _churn(settings, root, churn, seed, out["full_index"], check)
         code = (
             "import json; from hltm_assets.cli.bench import scale_queries; "
-            f"print(json.dumps(scale_queries({str(settings.home)!r})))"
+            f"print(json.dumps(scale_queries({str(settings.home)!r}, {embedder!r})))"
         )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         if done.returncode:
