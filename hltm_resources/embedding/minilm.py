@@ -117,10 +117,7 @@ class MiniLMEmbedder(Embedder):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
-        with self._lock:
-            if self._session is None:
-                self._load()
-            encodings = self._tokenizer.encode_batch(unique)  # type: ignore[union-attr]
+        encodings = self._encode(unique)
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(unique), self.dim), dtype=np.float32)
@@ -142,11 +139,14 @@ class MiniLMEmbedder(Embedder):
         return out[[index[t] for t in texts]]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._run([e.ids for e in self._encode(texts)])
+
+    def _encode(self, texts: list[str]) -> list:
+        """Token ids of ``texts`` (unpadded), loading the model on first use."""
         with self._lock:
             if self._session is None:
                 self._load()
-            encodings = self._tokenizer.encode_batch(texts)  # type: ignore[union-attr]
-        return self._run([e.ids for e in encodings])
+            return self._tokenizer.encode_batch(texts)  # type: ignore[union-attr]
 
     def _run(self, token_ids: list[list[int]]) -> np.ndarray:
         """One model call: pad to the longest, mean-pool over the mask, L2-normalize."""
@@ -184,7 +184,7 @@ class MiniLMDynamicEmbedder(MiniLMEmbedder):
     The packaged model stores int8 weights but computes in float32 (its weights are cast back
     when the session loads). This variant quantizes every MatMul dynamically, per channel, with
     onnxruntime's quantizer, so the matrix products run in int8 (VNNI / AMX where the CPU has
-    them). It is about 1.9x the texts/s of :class:`MiniLMEmbedder` on 2 cores, and it is a
+    them). It is about 2x the texts/s of :class:`MiniLMEmbedder` on 2 cores, and it is a
     different model: its vectors differ (cosine to the float model's, on 8,473 texts of a
     build: mean 0.994, min 0.97) and retrieval loses a little (LoCoMo dev recall@5 0.546 vs
     0.560, @10 0.672 vs 0.678; BENCHMARKS.md). Its own model id keeps its vectors apart.
