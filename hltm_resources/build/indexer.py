@@ -41,12 +41,19 @@ from hltm_resources.stores.vectors import (
     CONTEXT_VECTOR,
     TABLES,
     VectorStore,
+    node_filter,
     table_schema,
     vector_items,
 )
 
 INPUT_HASH_VERSION = 1
-CHUNK = 48
+#: Nodes built, embedded and written together. Each chunk adds one fragment to every LanceDB
+#: table and every write first deletes the chunk's old rows, a search through the fragments
+#: written so far: few large chunks keep a first build linear in its leaves (at 100k leaves,
+#: chunks of 48 made those deletes as slow as embedding). A parent's chunk reads its children's
+#: memories, so parent levels take fewer at once.
+LEAF_CHUNK = 512
+PARENT_CHUNK = 64
 EMBED_CACHE_SIZE = 50_000
 
 Progress = Callable[[int], None]
@@ -286,8 +293,9 @@ class Indexer:
             nodes, unchanged = self._split_changed(topo, level, nodes)
             report.unchanged = [n.node_id for n in unchanged]
         failures: dict[str, str] = {}
-        for start in range(0, len(nodes), CHUNK):
-            chunk = nodes[start : start + CHUNK]
+        size = LEAF_CHUNK if self.schema.is_leaf(level) else PARENT_CHUNK
+        for start in range(0, len(nodes), size):
+            chunk = nodes[start : start + size]
             failures.update(self._build_chunk(topo, level, chunk, report, progress))
         after = self.agents.usage.snapshot()
         report.usage = {
@@ -352,12 +360,14 @@ class Indexer:
         t0 = time.perf_counter()
         docs = kids = memories = states = None
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
+            stored = set(read_states(con, node_ids=[n.node_id for n in chunk]))
             if self.schema.is_leaf(level):
                 docs = read_documents(con, self.schema, [n.raw_id for n in chunk])
             else:
-                states = read_states(con)
                 kids = {n.node_id: topo.children(n) for n in chunk}
-                memories = read_memories(con, [c.node_id for cs in kids.values() for c in cs])
+                child_ids = [c.node_id for cs in kids.values() for c in cs]
+                states = read_states(con, node_ids=child_ids)
+                memories = read_memories(con, child_ids)
         items: list[tuple[NodeInfo, Memory, str, int]] = []
         failures: dict[str, str] = {}
 
@@ -383,7 +393,7 @@ class Indexer:
             return failures
         t1 = time.perf_counter()
         if self.write_vectors:
-            rows = self._vector_rows(items)
+            rows = self._vector_rows(items, stored)
             t2 = time.perf_counter()
             self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
         else:
@@ -415,14 +425,18 @@ class Indexer:
             )
         return failures
 
-    def _vector_rows(self, items: list[tuple[NodeInfo, Memory, str, int]]) -> dict[str, pa.Table]:
-        """Per table, the rows of ``items`` with their vectors (one embedding call)."""
+    def _vector_rows(
+        self, items: list[tuple[NodeInfo, Memory, str, int]], stored: set[str] = frozenset()
+    ) -> dict[str, pa.Table]:
+        """Per table, the rows of ``items`` with their vectors (one embedding call for the
+        texts the nodes in ``stored`` do not already have vectors of)."""
         rows: dict[str, list[dict]] = {name: [] for name in TABLES}
         for node, memory, _, _ in items:
             for name, items_of_view in vector_items(node, memory).items():
                 rows[name] += items_of_view
         texts = [r["text"] for name in TABLES for r in rows[name]]
-        vectors = self._embed_cached(texts)
+        rebuilt = sorted(stored & {node.node_id for node, *_ in items})
+        vectors = self._embed_cached(texts, self._stored_vectors(rebuilt, set(texts)))
         out: dict[str, pa.Table] = {}
         offset = 0
         for name in TABLES:
@@ -445,13 +459,38 @@ class Indexer:
         flat = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1)
         return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), self.embedder.dim)
 
-    def _embed_cached(self, texts: list[str]) -> np.ndarray:
+    def _stored_vectors(self, node_ids: list[str], texts: set[str]) -> dict[str, np.ndarray]:
+        """The vectors ``node_ids`` already have in the store, by text (those of ``texts``).
+
+        A node rebuilt because one of its documents (or one child) changed keeps most of its
+        texts; their vectors were made by this model (the tables are checked for it), so
+        they are read back instead of embedded again."""
+        if not node_ids:
+            return {}
+        known: dict[str, np.ndarray] = {}
+        for name in TABLES:
+            if not self.vectors.exists(name):
+                continue
+            found = self.vectors.scan(name, ["text", "vector"], node_filter(node_ids))
+            vecs = _matrix(found.column("vector"), self.embedder.dim)
+            for text, vec in zip(found.column("text").to_pylist(), vecs, strict=True):
+                if text in texts:
+                    known[text] = vec
+        return known
+
+    def _embed_cached(
+        self, texts: list[str], stored: dict[str, np.ndarray] | None = None
+    ) -> np.ndarray:
         """Embed ``texts``, reusing vectors of texts this process embedded before (facets like
-        ``workplace_type: remote`` recur in thousands of nodes). A text's vector does not
-        depend on its batch, so this changes nothing but time. In memory only, bounded."""
+        ``workplace_type: remote`` recur in thousands of nodes) and the ``stored`` vectors
+        read back from the store. A text's vector does not depend on its batch, so this
+        changes nothing but time. In memory only, bounded."""
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        known = {t: self._vec_cache[t] for t in set(texts) if t in self._vec_cache}
+        known = dict(stored or {})
+        known.update(
+            (t, self._vec_cache[t]) for t in set(texts) - set(known) if t in self._vec_cache
+        )
         missing = sorted(set(texts) - set(known))
         if missing:
             known.update(zip(missing, self.embedder.embed(missing), strict=True))
@@ -475,6 +514,12 @@ class Indexer:
 
 #: How much each neighbouring passage weighs in a passage's context vector (itself: 1).
 NEIGHBOUR_WEIGHT = 0.5
+
+
+def _matrix(column: pa.ChunkedArray, dim: int) -> np.ndarray:
+    """A fixed-size-list column of vectors as an (n, dim) float32 array."""
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
 
 
 def context_vectors(vectors: np.ndarray, nodes: Sequence[str]) -> np.ndarray:

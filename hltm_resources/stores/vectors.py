@@ -262,8 +262,10 @@ class VectorStore:
     def replace_nodes(self, node_ids: Sequence[str], rows: dict[str, pa.Table]) -> None:
         """Delete every row of ``node_ids`` and add ``rows`` (per table)."""
         for name in TABLES:
+            fresh = not self.exists(name)
             tbl = self.table(name, create=True)
-            self._delete(tbl, node_ids)
+            if not fresh:
+                self._delete(tbl, node_ids)
             data = rows.get(name)
             if data is not None and data.num_rows:
                 tbl.add(data.cast(tbl.schema))
