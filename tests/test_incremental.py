@@ -11,6 +11,7 @@ from hltm_resources.build.loading import load_snapshot
 from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
+from hltm_resources.stores.vectors import TABLES, VectorStore
 from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
 from tests.conftest import build_all, write_jsonl
 
@@ -132,3 +133,36 @@ def test_verify_names_a_node_whose_memory_was_tampered_with(home, medium):
     assert not report.ok
     assert report.differences == {node: "differs in facets"}
     assert node in report.vector_mismatches
+
+
+def stored_vectors(settings):
+    """(table, node, text) -> vector, for every row of the home's vector tables."""
+    store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
+    out = {}
+    for name in TABLES:
+        table = store.scan(name, ["node_id", "text", "vector"])
+        columns = (table.column(c).to_pylist() for c in ("node_id", "text", "vector"))
+        for node, text, vec in zip(*columns, strict=True):
+            out[(name, node, text)] = vec
+    return out
+
+
+def test_a_rebuilt_node_embeds_only_texts_it_had_no_vector_for(home, medium, tmp_path):
+    before = stored_vectors(home)
+    v2, changes = evolve(medium, seed=4, edit=0.1, delete=0.0, add=0.0)
+    load_snapshot(home, write_snapshot(v2, tmp_path / "v2"))
+    indexer = Indexer(home)
+    rebuilt = {i.node_id for items in indexer.plan().build.values() for i in items}
+    embedded = indexer.embedder.texts
+    indexer.build_all()
+    embedded = indexer.embedder.texts - embedded
+
+    after = stored_vectors(home)
+    texts_of_rebuilt = {text for (_, node, text) in after if node in rebuilt}
+    had_vectors = {text for (_, node, text) in before if node in rebuilt}
+    assert 0 < embedded <= len(texts_of_rebuilt - had_vectors) < len(texts_of_rebuilt)
+    # ... and the memory is what a fresh build of v2 stores, vectors included, bit for bit.
+    fresh = Settings(home=tmp_path / "fresh")
+    load_snapshot(fresh, tmp_path / "v2")
+    build_all(fresh)
+    assert after == stored_vectors(fresh)
