@@ -461,3 +461,34 @@ def test_tokenize_reads_what_folding_each_clause_makes(seed):
     for _ in range(5000):
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 20)))
         assert tokenize(text) == _TOKEN.findall(fold_keep_breaks(text)), repr(text)
+
+
+def test_a_large_table_gets_a_vector_index_and_searches_through_it_stay_in_scope(
+    fresh_home, monkeypatch
+):
+    import duckdb
+
+    import query.retrieval
+    from hltm_resources.stores.vectors import TABLES, VectorStore
+    from query import Memory
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    assert not any(store.vector_indexed(name) for name in TABLES)  # below the default size
+    store.tidy(index_from=256)  # what `hltm index` does at the end, for tables this large
+    indexed = [name for name in TABLES if store.vector_indexed(name)]
+    assert "facets" in indexed
+
+    with duckdb.connect(str(fresh_home.duckdb_path), read_only=True) as con:
+        seats = con.execute(
+            "SELECT node_id, path FROM mem_nodes WHERE level = 'seat' ORDER BY 1"
+        ).fetchall()
+    questions = ["Which projects require Python?", "Where are the jobs usually located?"]
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)  # every scope goes to LanceDB
+    mem = Memory(fresh_home, log_queries=False)
+    for seat, path in seats:
+        for question in questions:
+            context = mem.retrieve(question, scope=seat).context
+            found = context.node_ids() - {seat}
+            assert found, (seat, question)
+            catalog = mem.catalog()
+            assert all(catalog[n][1].startswith(path + "/") for n in found), (seat, question)

@@ -8,6 +8,7 @@ model is an error that names both.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import warnings
@@ -18,7 +19,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, BTree, IvfPq
 from lancedb.query import MultiMatchQuery
 
 from hltm_resources.ids import check_raw_id, is_doc_id, parse_node_id
@@ -31,6 +32,19 @@ FTS_COLUMNS = {"evidence": ("text", "context")}
 MODEL_KEY = b"hltm.embed_model"
 DIM_KEY = b"hltm.dim"
 _DELETE_CHUNK = 400
+#: A table gets an approximate nearest-neighbour index (IVF-PQ, cosine) on its vectors once it
+#: holds this many rows (made by :meth:`VectorStore.tidy`, at the end of an index). Only
+#: scopes too large to search in numpy go to LanceDB's search (``query.retrieval``); their
+#: subtree filter stays a prefilter, so the index changes which in-scope rows are candidates,
+#: never whether a row outside the scope can be one. Override: ``HLTM_VECTOR_INDEX_MIN_ROWS``.
+VECTOR_INDEX_MIN_ROWS = 200_000
+#: Columns large tables get a B-tree index on (filters by node or passage id).
+KEY_COLUMNS = ("node_id", "passage_id")
+#: IVF partitions searched per query at least; more when the filter leaves too few rows in
+#: them (``maximum_nprobes(0)``: as many as needed to fill the limit).
+ANN_NPROBES = 20
+#: Candidates read per result and re-ranked on their full vectors (PQ distances are coarse).
+ANN_REFINE = 4
 
 _PAYLOAD: dict[str, list[pa.Field]] = {
     "facets": [
@@ -60,6 +74,11 @@ _WORDS = re.compile(r"\w+")
 VERSION_TTL_S = 1.0
 #: Tables with a second vector: the embedding of each row's ``context``.
 CONTEXT_VECTOR = {"evidence": "context_vector"}
+
+
+def _approximate(query):
+    """Search settings for a table with a vector index (ignored by a brute-force search)."""
+    return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0).refine_factor(ANN_REFINE)
 
 
 def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
@@ -322,7 +341,7 @@ class VectorStore:
         """Cosine search restricted by ``where`` inside the query (prefilter)."""
         tbl = self.table(name)
         return (
-            tbl.search(vector.astype(np.float32), vector_column_name="vector")
+            _approximate(tbl.search(vector.astype(np.float32), vector_column_name="vector"))
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
@@ -337,9 +356,11 @@ class VectorStore:
         brute-force search costs a read of the whole table, whatever the filter keeps."""
         if len(vectors) == 1:
             return [self.search(name, vectors[0], where, limit, columns)]
+        query = self.table(name).search(
+            np.asarray(vectors, dtype=np.float32), vector_column_name="vector"
+        )
         hits = (
-            self.table(name)
-            .search(np.asarray(vectors, dtype=np.float32), vector_column_name="vector")
+            _approximate(query)
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
@@ -401,8 +422,37 @@ class VectorStore:
                 tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
         self._deleted.clear()
 
-    def tidy(self, keep_versions_for: timedelta = timedelta(hours=1)) -> None:
-        """Compact small fragments and drop versions older than ``keep_versions_for``."""
+    def tidy(
+        self, keep_versions_for: timedelta = timedelta(hours=1), index_from: int | None = None
+    ) -> None:
+        """Compact small fragments, fold new rows into the indexes, drop versions older than
+        ``keep_versions_for``; a table of ``index_from`` rows or more (default
+        :data:`VECTOR_INDEX_MIN_ROWS`) without a vector index gets one."""
+        if index_from is None:
+            index_from = int(os.environ.get("HLTM_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
         for name in TABLES:
             if self.exists(name):
-                self.table(name).optimize(cleanup_older_than=keep_versions_for)
+                tbl = self.table(name)
+                tbl.optimize(cleanup_older_than=keep_versions_for)
+                self._ensure_vector_index(tbl, index_from)
+
+    @staticmethod
+    def _ensure_vector_index(tbl, index_from: int) -> None:
+        """The vector index, and B-tree indexes on the ids a large scope's rows are read by
+        (:data:`KEY_COLUMNS`)."""
+        have = {tuple(i.columns) for i in tbl.list_indices()}
+        wanted = [c for c in KEY_COLUMNS if c in tbl.schema.names and (c,) not in have]
+        if ("vector",) in have and not wanted:
+            return
+        if tbl.count_rows() < index_from:
+            return
+        for column in wanted:
+            tbl.create_index(column, config=BTree())
+        if ("vector",) not in have:
+            tbl.create_index("vector", config=IvfPq(distance_type="cosine"))
+
+    def vector_indexed(self, name: str) -> bool:
+        """Whether a table has an approximate index on its vectors (see :meth:`tidy`)."""
+        return self.exists(name) and any(
+            i.columns == ["vector"] for i in self.table(name).list_indices()
+        )
