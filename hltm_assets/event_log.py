@@ -11,10 +11,13 @@ stores a batch with one connection per shard, in one transaction each: the same 
 event-by-event, in the same files, so ``dagster dev`` (which uses the stock storage) reads
 them as its own.
 
-Two fixed costs per run went the same way: every connection made a new SQLAlchemy engine
-(kept here, one per database file, without pooling connections: no file stays open between
-two writes), and every run's new database was created table by table and stamped by alembic
-(about 0.4 s a run; here it is a copy of one such database made once per process).
+Three fixed costs per run went the same way: every connection made a new SQLAlchemy engine
+(kept here, one per database file, with its pooled connection), every commit of the 15-20
+events a run stores one by one (run and step starts and ends) waited for the disk (here the
+files are in SQLite's write-ahead-log mode, see :func:`_write_ahead`; 17 ms an event before,
+6 ms after, profiled on a loaded machine), and every run's new database was created table by
+table and stamped by alembic (about 0.4 s a run; here it is a copy of one such database made
+once per process).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._core.storage.sqlite import create_db_conn_string
 from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy import event as sqlalchemy_event
 
 #: Events Dagster hands over in one batch (one partition range's asset events).
 EVENT_BATCH_SIZE = 1000
@@ -47,6 +50,20 @@ EVENT_BATCH_SIZE = 1000
 KEPT_ENGINES = 8
 #: The empty run database copied for each new run (per Dagster version: its schema).
 _TEMPLATE = f".hltm-run-template-{dagster_version}.db"
+
+
+def _write_ahead(dbapi_connection, _record) -> None:
+    """Commits without an fsync each: SQLite's write-ahead log, synced at checkpoints.
+
+    A run stores some 20 events outside batches (run and step starts and ends, checks), each
+    in its own transaction; in the default rollback-journal mode each commit waited for the
+    disk. In WAL mode with ``synchronous=NORMAL`` a crash of the machine can lose the last
+    events but never corrupts the file, and readers (``dagster dev``) are never blocked. The
+    mode is stored in the file, so Dagster's own storage then opens it the same way."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
@@ -66,9 +83,9 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         if engine is None:
             engine = create_engine(
                 self.conn_string_for_shard(shard),
-                poolclass=NullPool,  # a connection per use, as Dagster's own: no file held open
                 connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
             )
+            sqlalchemy_event.listen(engine, "connect", _write_ahead)
             if shard not in self._initialized_dbs:
                 if not self._created_from_template(shard):
                     self._initdb(engine)

@@ -316,11 +316,10 @@ class VectorStore:
 
     def scan(self, name: str, columns: Sequence[str], where: str | None = None) -> pa.Table:
         """Rows of a table (no vector search), optionally filtered inside the query."""
-        tbl = self.db.open_table(name)
-        query = tbl.search().select(list(columns))
+        query = self.db.open_table(name).search().select(list(columns))
         if where:
             query = query.where(where)
-        return query.limit(max(tbl.count_rows(), 1)).to_arrow()
+        return query.limit(None).to_arrow()  # a plain search without a limit: every row
 
     def node_ids(self, name: str) -> set[str]:
         if not self.exists(name):
