@@ -467,6 +467,19 @@ class Memory:
             ]
         )
         t_search = time.perf_counter()
+        # QA and summaries search while the facets are scored here: in a scope too large to
+        # hold, each is a LanceDB query that releases the interpreter.
+        pool = self._background()
+        qa_hits = (
+            pool.submit(retriever.qa, qvec, where, resolved.node_id, k_qa)
+            if "qa" in views and k_qa
+            else None
+        )
+        summary_hits = (
+            pool.submit(retriever.summaries, qvec, where, resolved.node_id, k_summary)
+            if "summaries" in views and k_summary > 0
+            else None
+        )
         facets: list[NodeContext] = []
         if "facets" in views and k_facet > 0:
             facets = retriever.facets(
@@ -479,12 +492,8 @@ class Memory:
                 match_cosine=MATCH_COSINE,
                 keys=[m.key for m in micro],
             )
-        qa = retriever.qa(qvec, where, resolved.node_id, k_qa) if "qa" in views and k_qa else []
-        summaries = (
-            retriever.summaries(qvec, where, resolved.node_id, k_summary)
-            if "summaries" in views and k_summary > 0
-            else []
-        )
+        qa = qa_hits.result() if qa_hits is not None else []
+        summaries = summary_hits.result() if summary_hits is not None else []
         evidence = (
             retriever.evidence(
                 qvec, question, where, resolved.node_id, k_evidence, by_words.result()
@@ -610,7 +619,7 @@ class Memory:
     def _background(self) -> ThreadPoolExecutor:
         """Threads for store queries that overlap the model call (made on first use)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hltm-search")
+            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="hltm-search")
         return self._pool
 
     def _scope_leaves(
