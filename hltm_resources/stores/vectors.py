@@ -19,6 +19,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, BTree, IvfPq
 from lancedb.query import MultiMatchQuery
 
@@ -324,7 +325,8 @@ class VectorStore:
     def node_ids(self, name: str) -> set[str]:
         if not self.exists(name):
             return set()
-        return set(self.scan(name, ["node_id"]).column("node_id").to_pylist())
+        # Distinct in Arrow first: a table holds some ten rows per node.
+        return set(pc.unique(self.scan(name, ["node_id"]).column("node_id")).to_pylist())
 
     def counts_by_node(self, name: str, where: str | None = None) -> dict[str, int]:
         if not self.exists(name):
