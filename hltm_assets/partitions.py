@@ -8,7 +8,7 @@ parent are contiguous and a batch of them is one partition range.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -97,3 +97,25 @@ def sibling_ranges(
         KeyRange(ordered[first], ordered[last], tuple(ordered[i] for i in idx))
         for first, last, idx in merged
     ]
+
+
+def ranges_around(
+    span: KeyRange, failed: Collection[str], ordered: Sequence[str]
+) -> list[KeyRange]:
+    """The parts of ``span`` between its ``failed`` keys, each from its first key to build to
+    its last: after a range run whose other nodes were stored, these record them without the
+    failed ones (which a run over them would try, and fail on, again)."""
+    position = {k: i for i, k in enumerate(ordered)}
+    parts: list[list[str]] = [[]]
+    for key in span.keys:
+        if key in failed:
+            parts.append([])
+        else:
+            parts[-1].append(key)
+    out = []
+    for keys in parts:
+        if keys:
+            first, last = position[keys[0]], position[keys[-1]]
+            # Unchanged keys between them are no failed key: span.keys hold every key to build.
+            out.append(KeyRange(ordered[first], ordered[last], tuple(keys)))
+    return out

@@ -25,7 +25,13 @@ from hltm_assets.history import (
     ASSET_PARTITION_RANGE_START_TAG,
     open_instance,
 )
-from hltm_assets.partitions import TreePartitions, sibling_ranges, tree_partitions
+from hltm_assets.partitions import (
+    KeyRange,
+    TreePartitions,
+    ranges_around,
+    sibling_ranges,
+    tree_partitions,
+)
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
@@ -142,32 +148,47 @@ def _materialize_level(
     instance,
     result: IndexResult,
     only_changed: bool,
+    indexer: Indexer,
 ):
     """A ``build_level`` for :meth:`Indexer.build_plan`: one Dagster run per parent of the
-    level's keys (:func:`sibling_ranges`); a failed range is re-run key by key for its keys
-    to build, so exactly the failed partitions are marked failed (the other nodes of a failed
-    batch were stored)."""
+    level's keys (:func:`sibling_ranges`).
+
+    A range run fails when some of its nodes fail; it stores all the others first. The parts
+    of the range around the failed nodes are then run again, finding those nodes current, so
+    Dagster records them and only the failed partitions stay failed: a few runs per failed
+    node, never a run per key. A range run that stopped half-way (a crash, not a node) is run
+    again in halves, down to the keys that fail on their own."""
 
     def build_level(level: str, keys: list[str]) -> None:
         job = defs.resolve_job_def(level_job_name(level))
         ordered = tree.of_level(level).get_partition_keys()
         nodes = tree.topology.level(level)
         parent_of = {k: nodes[k].parent_id for k in keys}
-        for span in sibling_ranges(keys, ordered, parent_of):
-            built = _run(job, instance, span.start, span.end, result, only_changed)
-            if built is not None:
-                result.built[level] += built
-                continue
-            if len(span.keys) == 1:
-                result.failed.append(f"{level}:{span.start}")
-                continue
-            for key in span.keys:
-                # Counted when it succeeds: built now, or stored by the failed batch (then
-                # an only-changed run finds it current and leaves it).
-                if _run(job, instance, key, key, result, only_changed) is not None:
-                    result.built[level] += 1
+
+        def attempt(spans: list[KeyRange], only_changed: bool) -> None:
+            for span in spans:
+                indexer.last_failures = None
+                built = _run(job, instance, span.start, span.end, result, only_changed)
+                if built is not None:
+                    result.built[level] += built
+                    continue
+                failed = {k for k in span.keys if nodes[k].node_id in (indexer.last_failures or {})}
+                if len(span.keys) == 1:
+                    result.failed.append(f"{level}:{span.start}")
+                elif failed:
+                    result.failed += [f"{level}:{k}" for k in span.keys if k in failed]
+                    # Stored by the failed run: recorded now, their memory left as it is.
+                    result.built[level] += len(span.keys) - len(failed)
+                    attempt(ranges_around(span, failed, ordered), True)
                 else:
-                    result.failed.append(f"{level}:{key}")
+                    half = len(span.keys) // 2
+                    attempt(
+                        [*sibling_ranges(span.keys[:half], ordered, parent_of)]
+                        + sibling_ranges(span.keys[half:], ordered, parent_of),
+                        only_changed,
+                    )
+
+        attempt(sibling_ranges(keys, ordered, parent_of), only_changed)
 
     return build_level
 
@@ -227,7 +248,9 @@ def _run_index(
         progress.bar(plan.total, show_progress),
         pinned,
     ):
-        indexer.build_plan(plan, _materialize_level(defs, tree, instance, result, not full))
+        indexer.build_plan(
+            plan, _materialize_level(defs, tree, instance, result, not full, indexer)
+        )
     after = indexer.agents.usage.snapshot()
     result.usage = {k: after[k] - usage0[k] for k in after if isinstance(after[k], int)}
     result.usage_encoding = after.get("token_encoding")

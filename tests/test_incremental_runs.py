@@ -157,22 +157,67 @@ def test_scattered_edits_cost_runs_per_touched_seat_and_rebuild_exactly_them(bui
     assert memory_hashes(built) == memory_hashes(fresh)
 
 
-def test_a_failed_range_is_rerun_for_its_edited_keys_only(built, tmp_path):
+def single_key_runs(settings: Settings, level: str = "project") -> set[str]:
+    with dagster_instance(settings) as instance:
+        runs = instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name(level)))
+    return {
+        run.tags[ASSET_PARTITION_RANGE_START_TAG]
+        for run in runs
+        if run.tags[ASSET_PARTITION_RANGE_START_TAG] == run.tags[ASSET_PARTITION_RANGE_END_TAG]
+    }
+
+
+def test_a_failed_range_is_run_again_around_its_failed_node_only(built, tmp_path):
     load_snapshot(built, snapshot(tmp_path / "v2", edited=("a1-1", "a1-3")))
     indexer, calls = spied(built, fail="a1-3")
     result = run_index(built, indexer=indexer)
 
     assert result.failed == ["project:a1-3"]
-    # a1-1 was stored by the failed range run; its own run finds it current and leaves it.
+    # a1-1 was stored by the failed range run; the run recording it finds it current.
     assert calls.count("project:a1-1") == 1 and result.built["project"] == 1
+    assert calls.count("project:a1-3") == 1  # not tried again: it would fail again
+    assert single_key_runs(built) == {"a1-1"}  # not the unchanged a1-2, not the failed a1-3
+
+
+def test_one_failed_node_of_a_first_build_costs_runs_not_a_run_per_partition(tmp_path):
+    settings = Settings(home=tmp_path / "home")
+    load_snapshot(settings, snapshot(tmp_path / "v1"))
+    indexer, calls = spied(settings, fail="a2-2")
+    result = run_index(settings, indexer=indexer)
+
+    assert result.failed == ["project:a2-2", "seat:a2", "account:a"]  # its ancestors wait
+    assert calls.count("project:a2-2") == 1
+    assert result.built["project"] == len(PROJECTS) - 1
+    # The range of all 20 projects failed; the parts before and after a2-2 were run again.
+    with dagster_instance(settings) as instance:
+        project_runs = instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name("project")))
+    assert len(project_runs) == 3
+    assert Indexer(settings).plan().keys("project") == ["a2-2"]  # the others are current
+
+
+def test_a_range_run_that_crashes_is_run_again_in_halves(built, tmp_path):
+    load_snapshot(built, snapshot(tmp_path / "v2", edited=tuple(PROJECTS)))
+    indexer, calls = spied(built)
+    build_leaf = indexer.agents.build_leaf
+
+    def crashing(node, docs, hints):
+        if node.raw_id == "b1-2":
+            raise KeyError("a bug, not a node's bad input")  # ends the run: no node failure
+        return build_leaf(node, docs, hints)
+
+    indexer.agents.build_leaf = crashing
+    with dagster_instance(built) as instance:
+        before = len(instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name("project"))))
+    result = run_index(built, indexer=indexer)
+
+    assert [f for f in result.failed if f.startswith("project:")] == ["project:b1-2"]
+    assert result.built["project"] == len(PROJECTS) - 1
+    # One range of 20 keys, then halves of the part that crashes (10, 5, 3 or 2, 1): two runs
+    # a halving, where a run per key would be 20 more.
     with dagster_instance(built) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name("project")))
-    single = {
-        run.tags[ASSET_PARTITION_RANGE_START_TAG]
-        for run in runs
-        if run.tags[ASSET_PARTITION_RANGE_START_TAG] == run.tags[ASSET_PARTITION_RANGE_END_TAG]
-    }
-    assert single == {"a1-1", "a1-3"}  # not the unchanged a1-2 between them
+    assert len(runs) - before <= 1 + 2 * 5
+    assert "b1-2" in single_key_runs(built)
 
 
 def test_a_partition_materialized_from_dagster_is_rebuilt_even_when_current(built):

@@ -139,6 +139,9 @@ class Indexer:
         self.write_vectors = write_vectors
         self.embed_cache_size = embed_cache_size
         self._vec_cache: dict[str, np.ndarray] = {}
+        #: The nodes the last build failed on, why (every other node was stored); None when
+        #: that build stopped before its end.
+        self.last_failures: dict[str, str] | None = None
         self._pinned: Topology | None = None
         self.agents = agents or make_agents(settings)
         self.embedder = embedder or make_embedder(settings)
@@ -278,6 +281,7 @@ class Indexer:
         only_changed: bool = False,
     ) -> BuildReport:
         report = BuildReport(level)
+        self.last_failures = None  # set once every chunk ran (see NodeBuildError)
         if self._pinned is None:
             self.vectors.check_model()
             self.refresh_hints()
@@ -302,6 +306,7 @@ class Indexer:
             k: (after[k] - usage_before[k]) if isinstance(after[k], int) else after[k]
             for k in after
         }
+        self.last_failures = failures
         if failures:
             raise NodeBuildError(failures, len(report.nodes))
         return report
