@@ -70,6 +70,20 @@ def build_all(settings: Settings) -> dict:
     return Indexer(settings).build_all().counts()
 
 
+def stored_vectors(settings: Settings) -> dict[tuple[str, str, str], list[float]]:
+    """(table, node, text) -> vector, for every row of the home's vector tables."""
+    from hltm_resources.stores.vectors import TABLES, VectorStore
+
+    store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
+    out = {}
+    for name in TABLES:
+        table = store.scan(name, ["node_id", "text", "vector"])
+        columns = (table.column(c).to_pylist() for c in ("node_id", "text", "vector"))
+        for node, text, vec in zip(*columns, strict=True):
+            out[(name, node, text)] = vec
+    return out
+
+
 def loaded_and_built(home: Path, snapshot: Path) -> Settings:
     from hltm_resources.build.loading import load_and_build
 

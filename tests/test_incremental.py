@@ -11,9 +11,8 @@ from hltm_resources.build.loading import load_snapshot
 from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
-from hltm_resources.stores.vectors import TABLES, VectorStore
 from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
-from tests.conftest import build_all, write_jsonl
+from tests.conftest import build_all, stored_vectors, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -133,18 +132,6 @@ def test_verify_names_a_node_whose_memory_was_tampered_with(home, medium):
     assert not report.ok
     assert report.differences == {node: "differs in facets"}
     assert node in report.vector_mismatches
-
-
-def stored_vectors(settings):
-    """(table, node, text) -> vector, for every row of the home's vector tables."""
-    store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
-    out = {}
-    for name in TABLES:
-        table = store.scan(name, ["node_id", "text", "vector"])
-        columns = (table.column(c).to_pylist() for c in ("node_id", "text", "vector"))
-        for node, text, vec in zip(*columns, strict=True):
-            out[(name, node, text)] = vec
-    return out
 
 
 def test_a_rebuilt_node_embeds_only_texts_it_had_no_vector_for(home, medium, tmp_path):

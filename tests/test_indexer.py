@@ -7,6 +7,7 @@ from hltm_resources.build.stats import tree_stats
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore
+from tests.conftest import stored_vectors
 
 
 def test_every_node_has_all_views_and_vectors(built_home, world):
@@ -91,13 +92,6 @@ def test_a_build_that_overflows_the_vector_cache_stores_the_same_memory(
             memory = con.execute(
                 "SELECT node_id, input_hash, memory_hash FROM memory_nodes ORDER BY node_id"
             ).fetchall()
-        store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
-        vectors = {}
-        for name in TABLES:
-            table = store.scan(name, ["node_id", "text", "vector"])
-            columns = (table.column(c).to_pylist() for c in ("node_id", "text", "vector"))
-            for node, text, vec in zip(*columns, strict=True):
-                vectors[(name, node, text)] = vec
-        return memory, vectors
+        return memory, stored_vectors(settings)
 
     assert rows(small) == rows(built_home)
