@@ -319,14 +319,19 @@ class Memory:
         if cache_key in self._vocab:
             return self._vocab[cache_key]
         rows = self.retriever.rows("facets", where, scope.node_id)
-        if rows is None:
+        support: dict[tuple[str, str], int] = {}
+        if rows is None:  # a large scope: its rows summed per value in Arrow
             table = self.vectors.scan("facets", ["key", "value", "support"], where)
-            cols = {c: table.column(c).to_pylist() for c in ("key", "value", "support")}
+            summed = table.group_by(["key", "value"]).aggregate([("support", "sum")])
+            for k, v, s in zip(
+                *(summed.column(c).to_pylist() for c in ("key", "value", "support_sum")),
+                strict=True,
+            ):
+                support[(k, v)] = int(s)
         else:
             cols = rows.cols
-        support: dict[tuple[str, str], int] = {}
-        for k, v, s in zip(cols["key"], cols["value"], cols["support"], strict=True):
-            support[(k, v)] = support.get((k, v), 0) + int(s)
+            for k, v, s in zip(cols["key"], cols["value"], cols["support"], strict=True):
+                support[(k, v)] = support.get((k, v), 0) + int(s)
         values: dict[str, list[str]] = {}
         for (k, v), _ in sorted(support.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
             values.setdefault(k, []).append(v)
@@ -363,7 +368,9 @@ class Memory:
         table version)."""
         version = self.vectors.version("facets")
         if self._tree_vocab is None or self._tree_vocab[0] != version:
-            table = self.vectors.scan("facets", ["key", "value"])
+            # Distinct pairs in Arrow first: the table holds every node's facets.
+            table = self.vectors.scan("facets", ["key", "value"]).group_by(["key", "value"])
+            table = table.aggregate([])
             values: dict[str, set[str]] = {}
             count = self.settings.schema.leaf_count_key
             for k, v in zip(
