@@ -221,6 +221,16 @@ class Memory:
         """Memory of ``home`` (default ``$HLTM_HOME`` or ``./.hltm``), engine from the env."""
         return cls(Settings.from_env(home=home, **overrides), log_queries=log_queries)
 
+    def warm_up(self) -> Memory:
+        """Load now what the first question would: the embedding model, the tables, the
+        catalog of nodes and the tree's facet values (a server calls this before it takes
+        questions; each scope's own rows still load on its first question)."""
+        self.embedder.embed(["warm up"])
+        _ = self.agents  # the engine loads on first use
+        self.catalog()
+        self._tree_vocabulary()
+        return self
+
     def close(self) -> None:
         """Write queued query-log rows; stop the search threads."""
         self.flush()

@@ -292,3 +292,18 @@ def test_query_module_never_imports_dagster(built_home):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_warmed_up_memory_answers_as_a_cold_one(built_home):
+    from query import Memory
+
+    questions = [("Where are the jobs usually located?", "account:northwind-0")]
+    questions += [("Which projects require Python?", "seat:northwind-0-r01")]
+    cold = Memory(built_home, log_queries=False)
+    warm = Memory(built_home, log_queries=False).warm_up()
+    assert warm._embedder is not None and warm._catalog is not None  # loaded before a question
+    for question, scope in questions:
+        a, b = cold.ask(question, scope=scope).as_dict(), warm.ask(question, scope=scope).as_dict()
+        assert {k: v for k, v in a.items() if k != "timings"} == {
+            k: v for k, v in b.items() if k != "timings"
+        }
