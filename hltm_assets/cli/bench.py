@@ -280,6 +280,13 @@ def _rss_mb() -> float:
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux ``VmHWM``), in MB. Not ``getrusage``: its
+    ``ru_maxrss`` survives ``exec``, so a process started by a large one reports its parent's
+    peak."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
