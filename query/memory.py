@@ -222,13 +222,20 @@ class Memory:
         return cls(Settings.from_env(home=home, **overrides), log_queries=log_queries)
 
     def warm_up(self) -> Memory:
-        """Load now what the first question would: the embedding model, the tables, the
-        catalog of nodes and the tree's facet values (a server calls this before it takes
-        questions; each scope's own rows still load on its first question)."""
+        """Load now what the first question would: the embedding model, the tables and their
+        indexes, the catalog of nodes and the tree's facet values with their spellings (a
+        server calls this before it takes questions; each scope's own rows still load on its
+        first question)."""
         self.embedder.embed(["warm up"])
         _ = self.agents  # the engine loads on first use
-        self.catalog()
-        self._tree_vocabulary()
+        catalog = self.catalog()
+        if catalog:  # every scope offers the tree's values: their spellings are sorted once
+            scope = self.resolve(min(catalog))
+            self._vocabulary(scope, scope.where)
+        nowhere = "path = ''"  # no node has it: each search only loads the table's indexes
+        for name in TABLES:
+            self.vectors.search(name, np.zeros(self.embedder.dim), nowhere, 1, ["node_id"])
+        self.vectors.text_search("evidence", "warm up", nowhere, 1, ["passage_id"])
         return self
 
     def close(self) -> None:

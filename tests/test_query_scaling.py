@@ -474,9 +474,11 @@ def test_a_large_table_gets_a_vector_index_and_searches_through_it_stay_in_scope
 
     store = VectorStore(fresh_home.lancedb_path, None, None)
     assert not any(store.vector_indexed(name) for name in TABLES)  # below the default size
-    store.tidy(index_from=256)  # what `hltm index` does at the end, for tables this large
+    store.tidy(index_from=256, keys_from=256)  # what `hltm index` does for tables this large
     indexed = [name for name in TABLES if store.vector_indexed(name)]
     assert "facets" in indexed
+    keys = {tuple(i.columns) for i in store.table("facets").list_indices()}
+    assert {("path",), ("node_id",)} <= keys
 
     with duckdb.connect(str(fresh_home.duckdb_path), read_only=True) as con:
         seats = con.execute(
