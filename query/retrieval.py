@@ -334,9 +334,8 @@ class Retriever:
         other facets by relevance, :data:`MAX_FACETS_PER_NODE` of those at most."""
         rows = self.rows("facets", where, scope_key)
         if rows is None:
-            # Candidates only: their nodes' rows are read and scored exactly below.
             hits = self.vectors.search_many(
-                "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"], refine=False
+                "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"]
             )
             candidates = list(
                 dict.fromkeys(n for hit in hits for n in hit.column("node_id").to_pylist())

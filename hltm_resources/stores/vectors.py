@@ -81,11 +81,9 @@ VERSION_TTL_S = 1.0
 CONTEXT_VECTOR = {"evidence": "context_vector"}
 
 
-def _approximate(query, refine: bool = True):
-    """Search settings for a table with a vector index (ignored by a brute-force search).
-    ``refine=False`` for candidates the caller scores again on their full vectors."""
-    query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0)
-    return query.refine_factor(ANN_REFINE) if refine else query
+def _approximate(query):
+    """Search settings for a table with a vector index (ignored by a brute-force search)."""
+    return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0).refine_factor(ANN_REFINE)
 
 
 def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
@@ -343,20 +341,12 @@ class VectorStore:
         return counts
 
     def search(
-        self,
-        name: str,
-        vector: np.ndarray,
-        where: str,
-        limit: int,
-        columns: Sequence[str],
-        refine: bool = True,
+        self, name: str, vector: np.ndarray, where: str, limit: int, columns: Sequence[str]
     ) -> pa.Table:
-        """Cosine search restricted by ``where`` inside the query (prefilter); through the
-        table's vector index if it has one (``refine``: re-rank on full vectors)."""
+        """Cosine search restricted by ``where`` inside the query (prefilter)."""
         tbl = self.table(name)
-        query = tbl.search(vector.astype(np.float32), vector_column_name="vector")
         return (
-            _approximate(query, refine)
+            _approximate(tbl.search(vector.astype(np.float32), vector_column_name="vector"))
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
@@ -365,23 +355,17 @@ class VectorStore:
         )
 
     def search_many(
-        self,
-        name: str,
-        vectors: np.ndarray,
-        where: str,
-        limit: int,
-        columns: Sequence[str],
-        refine: bool = True,
+        self, name: str, vectors: np.ndarray, where: str, limit: int, columns: Sequence[str]
     ) -> list[pa.Table]:
         """:meth:`search` for each of ``vectors`` (rows), in one pass over the table: a
         brute-force search costs a read of the whole table, whatever the filter keeps."""
         if len(vectors) == 1:
-            return [self.search(name, vectors[0], where, limit, columns, refine)]
+            return [self.search(name, vectors[0], where, limit, columns)]
         query = self.table(name).search(
             np.asarray(vectors, dtype=np.float32), vector_column_name="vector"
         )
         hits = (
-            _approximate(query, refine)
+            _approximate(query)
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
