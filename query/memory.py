@@ -234,8 +234,10 @@ class Memory:
             self._vocabulary(scope, scope.where)
         nowhere = "path = ''"  # no node has it: each search only loads the table's indexes
         for name in TABLES:
-            self.vectors.search(name, np.zeros(self.embedder.dim), nowhere, 1, ["node_id"])
-        self.vectors.text_search("evidence", "warm up", nowhere, 1, ["passage_id"])
+            if self.vectors.exists(name):
+                self.vectors.search(name, np.zeros(self.embedder.dim), nowhere, 1, ["node_id"])
+        if self.vectors.exists("evidence"):
+            self.vectors.text_search("evidence", "warm up", nowhere, 1, ["passage_id"])
         return self
 
     def close(self) -> None:
