@@ -11,8 +11,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from hltm_assets.definitions import build_definitions
 from hltm_resources.build.indexer import Indexer, NodeBuildError
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
@@ -121,17 +123,19 @@ def test_never_valid_json_keeps_previous_memory_and_fails_only_that_partition(
         with database.connect(settings.duckdb_path, read_only=True) as con:
             after = dict(con.execute("SELECT node_id, memory_hash FROM mem_nodes").fetchall())
         assert after[f"project:{bad['project_id']}"] == before[f"project:{bad['project_id']}"]
-        # Through Dagster: the range run fails, then each partition runs on its own.
+        # Through Dagster: the range run fails; the parts around the bad partition run again.
         result = run_index(settings2, full=True)
     assert result.failed == [f"project:{bad['project_id']}"]
+    project_memory = build_definitions(settings2).get_assets_def("project_memory")
+    keys = project_memory.partitions_def.get_partition_keys()
     with dagster_instance(settings2) as instance:
-        runs = {}
-        for run in instance.get_runs():
-            key = run.tags.get("dagster/asset_partition_range_start")
-            if run.tags.get("dagster/asset_partition_range_end") == key:
-                runs.setdefault(key, run.status.value)
-    assert runs[bad["project_id"]] == "FAILURE"
-    assert runs[good["project_id"]] == "SUCCESS"
+        status = instance.get_status_by_partition(
+            project_memory.key, keys, project_memory.partitions_def
+        )
+    assert {k for k, s in status.items() if s == dg.AssetPartitionStatus.FAILED} == {
+        bad["project_id"]
+    }
+    assert status[good["project_id"]] == dg.AssetPartitionStatus.MATERIALIZED
 
 
 def test_killed_run_is_resumed_from_the_cache(tmp_path, snapshot_dir, world):
