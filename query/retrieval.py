@@ -31,6 +31,7 @@ from hltm_resources.stores.vectors import (
     VectorStore,
     node_filter,
     passage_filter,
+    vector_matrix,
 )
 
 MAX_CACHED_ROWS = 20_000
@@ -158,8 +159,8 @@ class ViewRows:
         }
         context = None
         if CONTEXT_VECTOR["evidence"] in table.column_names:
-            context = _matrix(table, CONTEXT_VECTOR["evidence"])
-        return cls(cols, _matrix(table, "vector"), context)
+            context = vector_matrix(table, CONTEXT_VECTOR["evidence"])
+        return cls(cols, vector_matrix(table), context)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -206,13 +207,6 @@ def _weight(rows: ViewRows | None) -> int:
     if rows is None:
         return 0
     return len(rows) * (1 if rows.context is None else 2)
-
-
-def _matrix(table: pa.Table, column: str) -> np.ndarray:
-    if not table.num_rows:
-        return np.zeros((0, 1), dtype=np.float32)
-    flat = table.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    return np.asarray(flat, dtype=np.float32).reshape(table.num_rows, -1)
 
 
 def rrf(

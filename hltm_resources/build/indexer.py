@@ -44,6 +44,7 @@ from hltm_resources.stores.vectors import (
     node_filter,
     table_schema,
     vector_items,
+    vector_matrix,
 )
 
 INPUT_HASH_VERSION = 1
@@ -477,7 +478,7 @@ class Indexer:
             if not self.vectors.exists(name):
                 continue
             found = self.vectors.scan(name, ["text", "vector"], node_filter(node_ids))
-            vecs = _matrix(found.column("vector"), self.embedder.dim)
+            vecs = vector_matrix(found)
             for text, vec in zip(found.column("text").to_pylist(), vecs, strict=True):
                 if text in texts:
                     known[text] = vec
@@ -519,12 +520,6 @@ class Indexer:
 
 #: How much each neighbouring passage weighs in a passage's context vector (itself: 1).
 NEIGHBOUR_WEIGHT = 0.5
-
-
-def _matrix(column: pa.ChunkedArray, dim: int) -> np.ndarray:
-    """A fixed-size-list column of vectors as an (n, dim) float32 array."""
-    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
 
 
 def context_vectors(vectors: np.ndarray, nodes: Sequence[str]) -> np.ndarray:

@@ -81,6 +81,13 @@ VERSION_TTL_S = 1.0
 CONTEXT_VECTOR = {"evidence": "context_vector"}
 
 
+def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
+    """A vector column of a scan as an (n, dim) float32 array."""
+    dim = table.schema.field(column).type.list_size
+    flat = table.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+
+
 def _approximate(query):
     """Search settings for a table with a vector index (ignored by a brute-force search)."""
     return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0).refine_factor(ANN_REFINE)
@@ -447,6 +454,7 @@ class VectorStore:
 
     @staticmethod
     def _ensure_indexes(tbl, index_from: int, keys_from: int) -> None:
+        """The B-trees on :data:`KEY_COLUMNS` and the vector index a table of its size lacks."""
         have = {tuple(i.columns) for i in tbl.list_indices()}
         keys = [c for c in KEY_COLUMNS if c in tbl.schema.names and (c,) not in have]
         if not keys and ("vector",) in have:
