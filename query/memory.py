@@ -44,6 +44,7 @@ from hltm_resources.text import fold, humanize_key
 from query.retrieval import Retriever, ViewRows, node_scores
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
+    KnownValues,
     ScopeLeaves,
     ValueSetCache,
     constraints,
@@ -231,7 +232,8 @@ class Memory:
         catalog = self.catalog()
         if catalog:  # every scope offers the tree's values: their spellings are sorted once
             scope = self.resolve(min(catalog))
-            self._vocabulary(scope, scope.where)
+            for known in self._vocabulary(scope, scope.where).values.values():
+                KnownValues(known)  # and their words indexed once (shared by equal sets)
         nowhere = "path = ''"  # no node has it: each search only loads the table's indexes
         for name in TABLES:
             if self.vectors.exists(name):
@@ -467,7 +469,7 @@ class Memory:
         # The full-text search needs no vector: it runs while the question is parsed and
         # embedded (both release the interpreter), its result waited for by the fusion.
         by_words = (
-            self._background().submit(retriever.text_hits, question, where)
+            self._background().submit(retriever.text_hits, question, where, resolved.node_id)
             if "evidence" in views and k_evidence > 0
             else None
         )
@@ -493,8 +495,8 @@ class Memory:
             ]
         )
         t_search = time.perf_counter()
-        # QA and summaries search while the facets are scored here: in a scope too large to
-        # hold, each is a LanceDB query that releases the interpreter.
+        # QA, summaries and evidence search while the facets are scored here: in a scope too
+        # large to hold, each is a LanceDB query that releases the interpreter.
         pool = self._background()
         qa_hits = (
             pool.submit(retriever.qa, qvec, where, resolved.node_id, k_qa)
@@ -504,6 +506,15 @@ class Memory:
         summary_hits = (
             pool.submit(retriever.summaries, qvec, where, resolved.node_id, k_summary)
             if "summaries" in views and k_summary > 0
+            else None
+        )
+        evidence_hits = (
+            pool.submit(
+                lambda: retriever.evidence(
+                    qvec, question, where, resolved.node_id, k_evidence, by_words.result()
+                )
+            )
+            if by_words is not None
             else None
         )
         facets: list[NodeContext] = []
@@ -520,13 +531,7 @@ class Memory:
             )
         qa = qa_hits.result() if qa_hits is not None else []
         summaries = summary_hits.result() if summary_hits is not None else []
-        evidence = (
-            retriever.evidence(
-                qvec, question, where, resolved.node_id, k_evidence, by_words.result()
-            )
-            if by_words is not None
-            else []
-        )
+        evidence = evidence_hits.result() if evidence_hits is not None else []
         catalog = self.catalog()
         facets = [
             NodeContext(
@@ -645,7 +650,7 @@ class Memory:
     def _background(self) -> ThreadPoolExecutor:
         """Threads for store queries that overlap the model call (made on first use)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="hltm-search")
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hltm-search")
         return self._pool
 
     def _scope_leaves(

@@ -33,6 +33,7 @@ from hltm_resources.stores.vectors import (
     passage_filter,
     vector_matrix,
 )
+from query.text_search import PassageIndex
 
 MAX_CACHED_ROWS = 20_000
 #: Rows per view of a scope too large to search in numpy that are still kept, to read the
@@ -59,6 +60,7 @@ COLUMNS = {
         "source_ids",
         "updated_at",
         "kind",
+        "context",
         "vector",
         "context_vector",
     ],
@@ -181,6 +183,12 @@ class ViewRows:
         nodes = self.cols["node_id"]
         rank = {n: i for i, n in enumerate(sorted(set(nodes)))}
         return np.fromiter((rank[n] for n in nodes), dtype=np.int64, count=len(nodes))
+
+    @cached_property
+    def passage_index(self) -> PassageIndex:
+        """BM25 over these passages and their contexts (evidence; made on first use)."""
+        c = self.cols
+        return PassageIndex(c["passage_id"], [(c["text"], 1.0), (c["context"], CONTEXT_BOOST)])
 
     @cached_property
     def row_of(self) -> dict[str, int]:
@@ -427,9 +435,14 @@ class Retriever:
         return self._items("summaries", "summary", "detailed", qvec, where, scope_key, k)
 
     # -- evidence ------------------------------------------------------------------------
-    def text_hits(self, question: str, where: str) -> list[str]:
-        """Passage ids by BM25 (LanceDB's full-text index over passage and context) inside the
-        scope's subtree; needs no vector, so it may run while the question is embedded."""
+    def text_hits(self, question: str, where: str, scope_key: str) -> list[str]:
+        """Passage ids by BM25 over passage and context inside the scope's subtree; needs no
+        vector, so it may run while the question is embedded. A scope whose rows are held is
+        searched with its own statistics (:mod:`query.text_search`); a larger one through
+        LanceDB's full-text index, with the table's."""
+        rows = self.rows("evidence", where, scope_key)
+        if rows is not None:
+            return rows.passage_index.search(question, EVIDENCE_CANDIDATES)
         hits = self.vectors.text_search(
             "evidence", question, where, EVIDENCE_CANDIDATES, ["passage_id"]
         )
@@ -458,7 +471,7 @@ class Retriever:
         ids = rows.cols["passage_id"]
         by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
         if by_words is None:
-            by_words = self.text_hits(question, where)
+            by_words = self.text_hits(question, where, scope_key)
         row_of = rows.row_of
         unseen = [p for p in by_words if p not in row_of]  # a scope too large to cache
         if unseen:

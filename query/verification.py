@@ -21,6 +21,7 @@ Each candidate is then checked against *every* constraint, and satisfies one whe
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -279,6 +280,9 @@ def leaf_values(
     ``cache``: where to keep what depends on ``key`` and ``known`` alone, for the next leaf
     (one dict per key and ``known``)."""
     cache = {} if cache is None else cache
+    if "index" not in cache:
+        cache["index"] = KnownValues(known)
+    index = cache["index"]
     have = facts.values.get(key, [])
     multi = not one_valued(key)
     if multi:
@@ -286,12 +290,12 @@ def leaf_values(
         out = []
         for v in have:
             if v not in named:
-                named[v] = _named_all(v, known)
+                named[v] = _named_all(v, known, index)
             out += named[v]
     else:
         ones = cache.setdefault("one", {})
         if (spelled := tuple(have)) not in ones:
-            ones[spelled] = _one_value(have, known)
+            ones[spelled] = _one_value(have, known, index)
         out = [best] if (best := ones[spelled]) else []
     if out and not multi:
         return out
@@ -304,13 +308,7 @@ def leaf_values(
         if w in out or not _words(w) <= present:
             continue
         if w not in rival_of:
-            rival_of[w] = (
-                []
-                if multi
-                else [
-                    r for r in known if r != w and not facet_states(r, w) and not facet_states(w, r)
-                ]
-            )
+            rival_of[w] = [] if multi else index.rivals(w)
         if evidence_source(facts.passages, key, w, rival_of[w]):
             found.append(w)
     if not multi:
@@ -320,14 +318,17 @@ def leaf_values(
     return list(dict.fromkeys(out + found))
 
 
-def _named_all(value: str, known: Sequence[str]) -> list[str]:
+def _named_all(value: str, known: Sequence[str], index: KnownValues | None = None) -> list[str]:
     """``value`` as ``known`` names it: itself, else every known value it states that no
-    other one it states contains ("Go, AWS and Terraform" -> "Go", "AWS", "Terraform")."""
-    exact = [w for w in known if fold(w) == fold(value)]
+    other one it states contains ("Go, AWS and Terraform" -> "Go", "AWS", "Terraform").
+
+    ``index``: ``known``'s :class:`KnownValues`, when made already."""
+    near = (index or KnownValues(known)).near(value) if fold(value) else known
+    exact = [w for w in near if fold(w) == fold(value)]
     if exact:
         return exact[:1]
-    stated = [w for w in known if facet_states(value, w)]
-    return [w for w in stated if not any(o != w and facet_states(o, w) for o in stated)]
+    stated = [w for w in near if _facet_states(value, w)]
+    return [w for w in stated if not any(o != w and _facet_states(o, w) for o in stated)]
 
 
 def one_valued(key: str) -> bool:
@@ -342,27 +343,30 @@ def about_role(key: str) -> bool:
     return key in KEY_ORDER and key not in CANDIDATE_KEYS
 
 
-def _one_value(values: Sequence[str], known: Sequence[str]) -> str | None:
+def _one_value(
+    values: Sequence[str], known: Sequence[str], index: KnownValues | None = None
+) -> str | None:
     """The known value most of a leaf's facet values agree on: one that each states, or is
     the head of ("Berlin" is "Berlin, Germany"), or that several of them name together
     ("Berlin" and "Germany"); the fullest wins. A lone part that is not a head names only
     itself: "Germany" alone does not say which German city."""
     if not values:
         return None
+    index = index or KnownValues(known)
     support: dict[str, int] = defaultdict(int)
     wider: set[str] = set()
-    for w in known:
+    for w in index.near_any(values):  # the known values that can state one or be stated
         for v in values:
-            if facet_states(v, w):
+            if _facet_states(v, w):
                 support[w] += 1
-            elif facet_states(w, v):
+            elif _facet_states(w, v):
                 support[w] += 1
                 if fold(w.split(",")[0]) != fold(v):
                     wider.add(w)
     support = {w: n for w, n in support.items() if n > 1 or w not in wider}
     if not support:
         return None
-    rank = {w: i for i, w in enumerate(known)}  # the scope's most supported spelling first
+    rank = index.rank  # the scope's most supported spelling first
     return max(support, key=lambda w: (support[w], len(fold(w).split()), -rank[w]))
 
 
@@ -453,8 +457,7 @@ class ScopeLeaves:
                 if (facts.values.get(m.key) and one_valued(m.key)) or not may_state(facts):
                     continue  # its facets state another value of a one-value key; or no words
                 if rivals is None:
-                    rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
-                    rivals = [r for r in rivals if not facet_states(r, m.value)]
+                    rivals = KnownValues(vocabulary.get(m.key, [])).not_stating(m.value)
                 source = evidence_source(facts.passages, m.key, m.value, rivals)
                 if source is not None:
                     how[n].append(source)
@@ -491,6 +494,114 @@ class ScopeLeaves:
             for value in counted[leaf]:
                 counts[value] += 1
         return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+
+
+class KnownValues:
+    """The values of a key a scope knows (``known``, in its order), with an index of their
+    words: the values that may state a text, or that it may state (:func:`facet_states`),
+    are found without reading every value. Either needs a word of one :func:`_near` a word
+    of the other, and two such words have a spelling in common with at most one letter left
+    out of each (a swap of neighbours too: "dtaa" and "data" both make "dta")."""
+
+    def __init__(self, known: Sequence[str]):
+        self.known = known
+        self._words = WordIndex.holding(known)
+        self._positions: dict[str, list[int]] = {}
+        for i, w in enumerate(known):
+            self._positions.setdefault(w, []).append(i)
+
+    @cached_property
+    def rank(self) -> dict[str, int]:
+        """Each value's (last) position."""
+        return {w: i for i, w in enumerate(self.known)}
+
+    def near_any(self, texts: Sequence[str]) -> list[str]:
+        """The known values (as often as ``known`` lists them, in its order) sharing a word,
+        up to a typo, with one of ``texts``: all that may state one of them or be stated."""
+        hits = self._words.near([word for text in texts for word in fold(text).split()])
+        positions = self._positions
+        return [
+            self.known[i] for i in sorted(i for w in hits if w in positions for i in positions[w])
+        ]
+
+    def near(self, text: str) -> list[str]:
+        """:meth:`near_any` of one text."""
+        return self.near_any([text])
+
+    def rivals(self, value: str) -> list[str]:
+        """The other known values that neither state ``value`` nor are stated by it."""
+        close = set(self.near(value))
+        return [
+            r
+            for r in self.known
+            if r != value
+            and (r not in close or not (_facet_states(r, value) or _facet_states(value, r)))
+        ]
+
+    def not_stating(self, value: str) -> list[str]:
+        """The known values other than ``value`` (as folded) that do not state it."""
+        folded = fold(value)
+        if not folded:  # no words: only a value without words is the same
+            return [r for r in self.known if fold(r)]
+        close = set(self.near(value))
+        return [
+            r
+            for r in self.known
+            if r not in close or (fold(r) != folded and not _facet_states(r, value))
+        ]
+
+
+class WordIndex:
+    """Per spelling :func:`_deletions` makes of a word, the values holding such a word, for
+    every value indexed so far in this process: every scope offers the tree's values, each in
+    its own order and with a few of its own, so each value is indexed once. Values are only
+    ever added; past ``limit`` values a new index starts (those in use stay valid)."""
+
+    limit = 500_000
+    _current: WordIndex | None = None
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self._index: dict[str, set[str]] = defaultdict(set)
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def holding(cls, values: Sequence[str]) -> WordIndex:
+        """The process's index, with ``values`` added."""
+        with cls._guard:
+            index = cls._current
+            fresh = set(values) if index is None else set(values) - index._values
+            if index is None or len(index._values) + len(fresh) > cls.limit:
+                index = cls._current = WordIndex()
+                fresh = set(values)
+            index._add(fresh)
+            return index
+
+    def _add(self, values: set[str]) -> None:
+        with self._lock:
+            for value in values:
+                for word in set(fold(value).split()):
+                    for spelling in _deletions(word):
+                        self._index[spelling].add(value)
+            self._values |= values
+
+    def near(self, words: Sequence[str]) -> set[str]:
+        """The values with a word that may be :func:`_near` one of ``words``."""
+        hits: set[str] = set()
+        with self._lock:
+            for word in words:
+                for spelling in _deletions(word):
+                    hits.update(self._index.get(spelling, ()))
+        return hits
+
+
+def _deletions(word: str) -> list[str]:
+    """``word``, and for a word :func:`_near` may find a typo in (five letters or more) each
+    spelling of it with one letter left out."""
+    if len(word) < 5:
+        return [word]
+    return [word, *(word[:i] + word[i + 1 :] for i in range(len(word)))]
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"

@@ -153,3 +153,38 @@ def test_a_rebuilt_node_embeds_only_texts_it_had_no_vector_for(home, medium, tmp
     load_snapshot(fresh, tmp_path / "v2")
     build_all(fresh)
     assert after == stored_vectors(fresh)
+
+
+def test_an_incremental_home_ranks_evidence_as_a_rebuilt_one(home, medium, tmp_path):
+    """Same rows, same answers: how the tables were written (deletes, appends, fragments)
+    never changes a ranking, the evidence's word search included."""
+    from query import Memory
+
+    v2, _ = evolve(medium, seed=9, edit=0.08, delete=0.04, add=0.06)
+    load_snapshot(home, write_snapshot(v2, tmp_path / "v2"))
+    build_all(home)
+    fresh = Settings(home=tmp_path / "fresh")
+    load_snapshot(fresh, tmp_path / "v2")
+    build_all(fresh)
+
+    questions = [
+        "Which candidates were turned down for salary expectations?",
+        "Which roles need Kubernetes and Terraform?",
+        "Are these jobs remote or on-site?",
+    ]
+
+    def rankings(settings):
+        with Memory(settings, log_queries=False) as mem:
+            scopes = sorted(n for n, entry in mem.catalog().items() if entry[0] != "project")
+            return {
+                (scope, q): [
+                    (e.node_id, e.text, e.score) for e in mem.retrieve(q, scope).context.evidence
+                ]
+                for scope in scopes
+                for q in questions
+            }
+
+    incremental, rebuilt = rankings(home), rankings(fresh)
+    scopes = {scope for scope, _ in incremental}
+    assert len(scopes) >= 5 and all(incremental.values())
+    assert incremental == rebuilt

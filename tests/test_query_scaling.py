@@ -197,6 +197,87 @@ def test_verification_over_an_indexed_scope_is_the_plain_loop(seed):
         )
 
 
+# -- the known values a facet value can state, by their words ---------------------------------
+
+
+def edits(word: str, rnd) -> str:
+    """``word`` with one random edit of the kinds a typo makes (or none)."""
+    if not word or rnd.random() < 0.4:
+        return word
+    i = rnd.randrange(len(word))
+    kind = rnd.choice("insert delete substitute swap".split())
+    letter = rnd.choice("aeiourstx")
+    if kind == "insert":
+        return word[:i] + letter + word[i:]
+    if kind == "delete":
+        return word[:i] + word[i + 1 :]
+    if kind == "substitute":
+        return word[:i] + letter + word[i + 1 :]
+    return word[:i] + word[i + 1 : i + 2] + word[i : i + 1] + word[i + 2 :]
+
+
+def random_values(rnd, n: int) -> list[str]:
+    words = [w for v in (*LOCATIONS, *SKILLS, *REASONS, *VALUES["title"]) for w in v.split()]
+    words += ["Lisboa", "Berln", "Kubernets", "", "C", "++", "Data,", "Engineer,"]
+    out = []
+    for _ in range(n):
+        picked = [edits(rnd.choice(words), rnd) for _ in range(rnd.choice([1, 1, 2, 3]))]
+        out.append(rnd.choice([" ", ", ", " and "]).join(picked))
+    return out + out[: n // 10]  # some listed twice
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_naming_a_value_by_the_word_index_is_the_plain_loop(seed):
+    import random
+
+    from query.verification import KnownValues, _named_all, _one_value, facet_states
+
+    rnd = random.Random(seed)
+    known = random_values(rnd, 120)
+    index = KnownValues(known)
+    for text in random_values(rnd, 60):
+        close = set(index.near(text))
+        assert {w for w in known if facet_states(text, w) or facet_states(w, text)} <= close
+        # The plain loops the indexed helpers replace:
+        exact = [w for w in known if questions.fold(w) == questions.fold(text)]
+        stated = [w for w in known if facet_states(text, w)]
+        named = exact[:1] or [
+            w for w in stated if not any(o != w and facet_states(o, w) for o in stated)
+        ]
+        assert _named_all(text, known, index) == named
+        rivals = [
+            r
+            for r in known
+            if r != text and not facet_states(r, text) and not facet_states(text, r)
+        ]
+        assert index.rivals(text) == rivals
+        others = [v for v in known if questions.fold(v) != questions.fold(text)]
+        assert index.not_stating(text) == [r for r in others if not facet_states(r, text)]
+    for _ in range(40):
+        values = rnd.sample(known, rnd.choice([1, 2, 3]))
+        assert _one_value(values, known, index) == reference_one_value(values, known)
+
+
+def reference_one_value(values, known):
+    """:func:`_one_value` as the loop over every known value it was."""
+    from query.verification import facet_states
+
+    support, wider = defaultdict(int), set()
+    for w in known:
+        for v in values:
+            if facet_states(v, w):
+                support[w] += 1
+            elif facet_states(w, v):
+                support[w] += 1
+                if questions.fold(w.split(",")[0]) != questions.fold(v):
+                    wider.add(w)
+    support = {w: n for w, n in support.items() if n > 1 or w not in wider}
+    if not support:
+        return None
+    rank = {w: i for i, w in enumerate(known)}
+    return max(support, key=lambda w: (support[w], len(questions.fold(w).split()), -rank[w]))
+
+
 # -- a scope's vocabulary from cached sets of values ------------------------------------------
 
 
