@@ -62,60 +62,86 @@ def tree_partitions(topology: Topology) -> TreePartitions:
 @dataclass(frozen=True)
 class KeyRange:
     """One partition-range run: ``start`` to ``end`` in partition order, of which ``keys`` are
-    to build (the others in between are unchanged siblings)."""
+    to build and ``recorded`` are current but to be recorded (see :func:`sibling_ranges`);
+    the others in between are current too."""
 
     start: str
     end: str
     keys: tuple[str, ...]
+    recorded: tuple[str, ...] = ()
 
 
 def sibling_ranges(
-    keys: Sequence[str], ordered: Sequence[str], parent_of: Mapping[str, str | None]
+    keys: Sequence[str],
+    ordered: Sequence[str],
+    parent_of: Mapping[str, str | None],
+    recorded: Collection[str] = (),
+    gap: int = 0,
 ) -> list[KeyRange]:
-    """One range per parent of ``keys``, from its first key in ``ordered`` to its last, ranges
-    that touch merged.
+    """One range per parent of ``keys`` (and of ``recorded``), from its first key in
+    ``ordered`` to its last; ranges with at most ``gap`` partitions between them merged.
 
     Dagster runs only contiguous partition ranges (dagster-io/dagster#32335); a range per
     contiguous run of ``keys`` made scattered edits one run per leaf. Spanning each parent's
     keys makes it one run per touched parent, its unchanged children in between included (the
-    caller has the run skip them). Siblings are contiguous in path order, so a range never
-    reaches into another parent's children. Nodes without a parent (the top level) form one
+    caller has the run skip them). With ``gap``, the ranges of nearby parents become one run:
+    a run costs far more than recording a current partition, so spanning a few untouched
+    nodes is cheaper than a run of its own. A parent whose children a range recorded must be
+    recorded as well (``recorded``): Dagster would otherwise see it older than its children
+    and its automation would rebuild it. Nodes without a parent (the top level) form one
     group. A full build stays one range per level.
     """
     position = {k: i for i, k in enumerate(ordered)}
     groups: dict[str | None, list[int]] = {}
-    for key in keys:
+    for key in [*keys, *recorded]:
         groups.setdefault(parent_of[key], []).append(position[key])
-    spans = sorted((min(idx), max(idx), sorted(idx)) for idx in groups.values())
+    spans = sorted((min(idx), max(idx), idx) for idx in groups.values())
     merged: list[tuple[int, int, list[int]]] = []
     for first, last, idx in spans:
-        if merged and first == merged[-1][1] + 1:
+        if merged and first <= merged[-1][1] + 1 + gap:
             merged[-1] = (merged[-1][0], last, merged[-1][2] + idx)
         else:
             merged.append((first, last, idx))
-    return [
-        KeyRange(ordered[first], ordered[last], tuple(ordered[i] for i in idx))
-        for first, last, idx in merged
-    ]
+    to_build = set(keys)
+    out = []
+    for first, last, idx in merged:
+        named = [ordered[i] for i in sorted(idx)]
+        out.append(
+            KeyRange(
+                ordered[first],
+                ordered[last],
+                tuple(k for k in named if k in to_build),
+                tuple(k for k in named if k not in to_build),
+            )
+        )
+    return out
 
 
 def ranges_around(
     span: KeyRange, failed: Collection[str], ordered: Sequence[str]
 ) -> list[KeyRange]:
-    """The parts of ``span`` between its ``failed`` keys, each from its first key to build to
-    its last: after a range run whose other nodes were stored, these record them without the
-    failed ones (which a run over them would try, and fail on, again)."""
+    """The parts of ``span`` between its ``failed`` keys, each from its first key to build or
+    record to its last: after a range run whose other nodes were stored, these record them
+    without the failed ones (which a run over them would try, and fail on, again)."""
     position = {k: i for i, k in enumerate(ordered)}
+    to_build = set(span.keys)
+    anchors = sorted([*span.keys, *span.recorded], key=position.__getitem__)
     parts: list[list[str]] = [[]]
-    for key in span.keys:
+    for key in anchors:
         if key in failed:
             parts.append([])
         else:
             parts[-1].append(key)
     out = []
-    for keys in parts:
-        if keys:
-            first, last = position[keys[0]], position[keys[-1]]
+    for part in parts:
+        if part:
             # Unchanged keys between them are no failed key: span.keys hold every key to build.
-            out.append(KeyRange(ordered[first], ordered[last], tuple(keys)))
+            out.append(
+                KeyRange(
+                    part[0],
+                    part[-1],
+                    tuple(k for k in part if k in to_build),
+                    tuple(k for k in part if k not in to_build),
+                )
+            )
     return out

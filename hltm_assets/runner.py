@@ -2,10 +2,10 @@
 
 The plan says which nodes to build; each level is then materialized as partition *ranges*,
 from the leaves up: one run per parent of the level's dirty keys, from its first dirty child to
-its last (keys are in path order, so a parent's children are contiguous; ranges that touch are
-one run). The runs of an incremental index carry ``hltm/only-changed``, so the unchanged
-siblings inside a range are not rebuilt. Runs are recorded in the home's Dagster instance, so
-they show in the UI.
+its last (keys are in path order, so a parent's children are contiguous; ranges that touch, or
+lie at most :data:`RANGE_GAP` partitions apart, are one run). The runs of an incremental index
+carry ``hltm/only-changed``, so the unchanged nodes inside a range are recorded, not rebuilt.
+Runs are recorded in the home's Dagster instance, so they show in the UI.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ from hltm_resources.stores.lock import home_lock
 # Runs carry Dagster's partition-range tags (history.py), so the asset sees every key of the
 # range in ``context.partition_keys``.
 TRIGGER_TAG = "hltm/trigger"
+#: Ranges of nearby parents are one run when at most this many partitions lie between them.
+#: At 10k leaves a run that builds costs about 0.45 s more than the nodes it builds, and a
+#: current partition inside a range about 2 ms (BENCHMARKS.md, Scale): spanning up to 200
+#: current partitions is cheaper than another run.
+RANGE_GAP = 200
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
@@ -151,7 +156,8 @@ def _materialize_level(
     indexer: Indexer,
 ):
     """A ``build_level`` for :meth:`Indexer.build_plan`: one Dagster run per parent of the
-    level's keys (:func:`sibling_ranges`).
+    level's keys, nearby parents' merged (:func:`sibling_ranges`); a parent of nodes the level
+    below recorded is recorded as well.
 
     A range run fails when some of its nodes fail; it stores all the others first. The parts
     of the range around the failed nodes are then run again, finding those nodes current, so
@@ -159,11 +165,18 @@ def _materialize_level(
     node, never a run per key. A range run that stopped half-way (a crash, not a node) is run
     again in halves, down to the keys that fail on their own."""
 
+    recorded_children: set[str] = set()  # node ids the level below recorded
+
     def build_level(level: str, keys: list[str]) -> None:
         job = defs.resolve_job_def(level_job_name(level))
         ordered = tree.of_level(level).get_partition_keys()
         nodes = tree.topology.level(level)
-        parent_of = {k: nodes[k].parent_id for k in keys}
+        parents = {tree.topology.node(n).parent_id for n in recorded_children}
+        to_build = set(keys)
+        recorded = [k for k in ordered if nodes[k].node_id in parents and k not in to_build]
+        parent_of = {k: nodes[k].parent_id for k in [*keys, *recorded]}
+        position = {k: i for i, k in enumerate(ordered)}
+        recorded_children.clear()
 
         def attempt(spans: list[KeyRange], only_changed: bool) -> None:
             for span in spans:
@@ -171,24 +184,37 @@ def _materialize_level(
                 built = _run(job, instance, span.start, span.end, result, only_changed)
                 if built is not None:
                     result.built[level] += built
+                    recorded_children.update(
+                        nodes[k].node_id
+                        for k in ordered[position[span.start] : position[span.end] + 1]
+                    )
                     continue
                 failed = {k for k in span.keys if nodes[k].node_id in (indexer.last_failures or {})}
-                if len(span.keys) == 1:
-                    result.failed.append(f"{level}:{span.start}")
+                anchors = sorted([*span.keys, *span.recorded], key=position.__getitem__)
+                if len(anchors) == 1:
+                    result.failed += [f"{level}:{k}" for k in span.keys]
                 elif failed:
                     result.failed += [f"{level}:{k}" for k in span.keys if k in failed]
                     # Stored by the failed run: recorded now, their memory left as it is.
                     result.built[level] += len(span.keys) - len(failed)
                     attempt(ranges_around(span, failed, ordered), True)
                 else:
-                    half = len(span.keys) // 2
+                    half = len(anchors) // 2
                     attempt(
-                        [*sibling_ranges(span.keys[:half], ordered, parent_of)]
-                        + sibling_ranges(span.keys[half:], ordered, parent_of),
+                        [
+                            r
+                            for part in (anchors[:half], anchors[half:])
+                            for r in sibling_ranges(
+                                [k for k in part if k in to_build],
+                                ordered,
+                                parent_of,
+                                [k for k in part if k not in to_build],
+                            )
+                        ],
                         only_changed,
                     )
 
-        attempt(sibling_ranges(keys, ordered, parent_of), only_changed)
+        attempt(sibling_ranges(keys, ordered, parent_of, recorded, RANGE_GAP), only_changed)
 
     return build_level
 

@@ -10,7 +10,7 @@ import pytest
 from hltm_assets.assets import ONLY_CHANGED_TAG
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.history import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from hltm_assets.partitions import KeyRange, sibling_ranges
+from hltm_assets.partitions import KeyRange, ranges_around, sibling_ranges
 from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.loading import load_snapshot
@@ -42,6 +42,37 @@ PARENT = {k: k[0] for k in ORDER}
 )
 def test_one_range_per_parent_of_the_keys(keys, ranges):
     assert sibling_ranges(keys, ORDER, {k: PARENT[k] for k in keys}) == ranges
+
+
+@pytest.mark.parametrize(
+    "gap,ranges",
+    [
+        # a1 and b3 have four partitions between them: two runs with a smaller gap ...
+        (3, [KeyRange("a1", "a1", ("a1",)), KeyRange("b3", "b3", ("b3",))]),
+        # ... one run spanning them (the four left as they are) with a gap of four or more.
+        (4, [KeyRange("a1", "b3", ("a1", "b3"))]),
+    ],
+)
+def test_ranges_of_nearby_parents_are_one_run(gap, ranges):
+    assert sibling_ranges(["a1", "b3"], ORDER, PARENT, gap=gap) == ranges
+
+
+def test_a_node_whose_children_were_recorded_is_recorded_not_built():
+    assert sibling_ranges(["a1"], ORDER, PARENT, recorded=["b2"]) == [
+        KeyRange("a1", "a1", ("a1",)),
+        KeyRange("b2", "b2", (), ("b2",)),
+    ]
+    assert sibling_ranges(["a1"], ORDER, PARENT, recorded=["b2"], gap=3) == [
+        KeyRange("a1", "b2", ("a1",), ("b2",))
+    ]
+
+
+def test_a_failed_range_is_split_around_its_failed_keys_keeping_what_it_records():
+    span = KeyRange("a1", "c1", ("a1", "b1", "c1"), ("a3", "b3"))
+    assert ranges_around(span, {"b1"}, ORDER) == [
+        KeyRange("a1", "a3", ("a1",), ("a3",)),
+        KeyRange("b3", "c1", ("c1",), ("b3",)),
+    ]
 
 
 def test_the_top_level_is_one_range():
@@ -155,6 +186,31 @@ def test_scattered_edits_cost_runs_per_touched_seat_and_rebuild_exactly_them(bui
     load_snapshot(fresh, snapshot(tmp_path / "v2-fresh", edited=tuple(EDITED)))
     assert run_index(fresh, full=True).built["project"] == len(PROJECTS)
     assert memory_hashes(built) == memory_hashes(fresh)
+
+
+def test_untouched_seats_between_touched_ones_are_recorded_so_automation_stays_quiet(
+    built, tmp_path
+):
+    """The edits in seats a1 and b2 are one range run over the projects of a1 to b2: the
+    projects of a2 and b1 in between are recorded as current, so their seats are recorded
+    too (not rebuilt), or Dagster's automation would see them older than their children."""
+    defs = build_definitions(built)
+    with dagster_instance(built) as instance:
+        before = dg.evaluate_automation_conditions(defs, instance)
+    load_snapshot(built, snapshot(tmp_path / "v2", edited=tuple(EDITED)))
+    indexer, calls = spied(built)
+    result = run_index(built, indexer=indexer)
+
+    assert not result.failed and result.runs == 3  # one range per level
+    assert "seat:a2" not in calls and "seat:b1" not in calls
+    with dagster_instance(built) as instance:
+        seat_run = instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name("seat")))[0]
+        after = dg.evaluate_automation_conditions(defs, instance, cursor=before.cursor)
+    assert (
+        seat_run.tags[ASSET_PARTITION_RANGE_START_TAG],
+        seat_run.tags[ASSET_PARTITION_RANGE_END_TAG],
+    ) == ("a1", "b2")
+    assert after.total_requested == 0
 
 
 def single_key_runs(settings: Settings, level: str = "project") -> set[str]:
