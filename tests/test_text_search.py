@@ -1,8 +1,10 @@
 """Word search inside one scope (query.text_search): BM25 with the scope's own statistics."""
 
+import math
 import random
+from collections import Counter
 
-from query.text_search import PassageIndex, terms
+from query.text_search import B, K1, PassageIndex, terms
 
 PASSAGES = {
     "e1": ("The client asked for a senior Rust engineer in Dublin.", "call with Dana"),
@@ -68,3 +70,42 @@ def test_a_word_weighs_by_how_rare_it_is_among_the_passages_indexed():
     assert index().search("salary Dublin", 2) == ["e2", "e4"]
     crowded = dict(PASSAGES, **{f"x{i:02}": ("salary band review", "") for i in range(50)})
     assert set(index(crowded).search("salary Dublin", 3)) == {"e1", "e3", "e5"}
+
+
+def reference_search(ids, fields, question, limit):
+    """BM25 written word by word from ``terms``, the definition the index must equal."""
+    query = list(dict.fromkeys(terms(question)))
+    scores: dict[int, float] = {}
+    for texts, boost in fields:
+        counts = [Counter(terms(t)) for t in texts]
+        lengths = [sum(c.values()) for c in counts]
+        n, mean = len(texts), (sum(lengths) / len(lengths)) or 1.0
+        for term in query:
+            having = [i for i, c in enumerate(counts) if term in c]
+            if not having:
+                continue
+            idf = math.log(1 + (n - len(having) + 0.5) / (len(having) + 0.5))
+            for i in having:
+                tf = counts[i][term]
+                norm = tf + K1 * (1 - B + B * lengths[i] / mean)
+                scores[i] = scores.get(i, 0.0) + boost * idf * tf * (K1 + 1) / norm
+    return [ids[i] for i in sorted(scores, key=lambda i: (-scores[i], ids[i]))[:limit]]
+
+
+def test_the_index_ranks_as_bm25_written_word_by_word():
+    words = (
+        "salary Salaries relocate relocating Dublin dublin's Zürich zurich the and of a "
+        "kubernetes K8s 2024 engineer engineering déjà-vu naïve straße x" + "y" * 45
+    ).split()
+    for seed in range(20):
+        rng = random.Random(seed)
+        n = rng.randint(1, 60)
+        texts = [" ".join(rng.choices(words, k=rng.randint(0, 30))) for _ in range(n)]
+        contexts = [" ".join(rng.choices(words, k=rng.randint(0, 60))) for _ in range(n)]
+        ids = [f"e{rng.randrange(10**6):06}-{i}" for i in range(n)]
+        fields = [(texts, 1.0), (contexts, 0.5)]
+        index = PassageIndex(ids, fields)
+        for _ in range(5):
+            question = " ".join(rng.choices(words, k=rng.randint(1, 6)))
+            limit = rng.randint(1, 40)
+            assert index.search(question, limit) == reference_search(ids, fields, question, limit)
