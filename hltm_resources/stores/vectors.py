@@ -45,9 +45,13 @@ VECTOR_INDEX_MIN_ROWS = 200_000
 #: rows are read by node or passage id.
 KEY_COLUMNS = ("path", "node_id", "passage_id")
 KEY_INDEX_MIN_ROWS = 50_000
-#: IVF partitions searched per query at least; more when the filter leaves too few rows in
-#: them (``maximum_nprobes(0)``: as many as needed to fill the limit).
+#: IVF partitions searched per query at least; more, up to ``ANN_MAX_NPROBES``, when the
+#: filter leaves too few rows in them. Without a bound (``maximum_nprobes(0)``) LanceDB
+#: searched all of them for some questions in an account of 30k projects: 220 of 296
+#: partitions, twice the time, and the same share of the true top 400 (BENCHMARKS.md).
+#: Only scopes too large to hold are searched here, so 80 partitions fill any limit.
 ANN_NPROBES = 20
+ANN_MAX_NPROBES = 80
 #: Candidates read per result and re-ranked on their full vectors (PQ distances are coarse).
 ANN_REFINE = 4
 
@@ -90,7 +94,11 @@ def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
 
 def _approximate(query):
     """Search settings for a table with a vector index (ignored by a brute-force search)."""
-    return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0).refine_factor(ANN_REFINE)
+    return (
+        query.minimum_nprobes(ANN_NPROBES)
+        .maximum_nprobes(ANN_MAX_NPROBES)
+        .refine_factor(ANN_REFINE)
+    )
 
 
 def vector_items(node: NodeInfo, memory: Memory) -> dict[str, list[dict]]:
