@@ -3,8 +3,7 @@
 Every store read carries the scope's subtree filter inside the LanceDB query (a prefilter), so
 nothing outside the scope is ever a candidate. A scope's rows (with vectors) are fetched once
 per table version and reused: later questions in the same scope are pure numpy. Scopes larger
-than ``MAX_CACHED_ROWS`` per view (summaries: ``SUMMARY_ROWS_FACTOR`` times as many) are
-searched in LanceDB every time instead.
+than ``MAX_CACHED_ROWS`` per view are searched in LanceDB every time instead.
 
 Scores:
 
@@ -37,11 +36,6 @@ from hltm_resources.stores.vectors import (
 from query.text_search import PassageIndex
 
 MAX_CACHED_ROWS = 20_000
-#: Summaries are held up to this many times MAX_CACHED_ROWS: a node has one, against a dozen
-#: facets, QA pairs or passages, so an account of 30k projects holds 30k summaries and
-#: nearly ten times as many of the others. Searched in numpy they cost a few ms a question,
-#: through LanceDB's vector index about 50 ms (BENCHMARKS.md, Scale).
-SUMMARY_ROWS_FACTOR = 3
 #: Rows per view of a scope too large to search in numpy that are still kept, to read the
 #: rows of the nodes LanceDB's search picks from (not scanned again for each question).
 MAX_HELD_SCOPE_ROWS = 100_000
@@ -268,8 +262,7 @@ class Retriever:
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
         """All rows of ``view`` in scope (cached per table version), or None when too many."""
-        factor = SUMMARY_ROWS_FACTOR if view == "summaries" else 1
-        return self._cached(view, where, scope_key, MAX_CACHED_ROWS * factor)
+        return self._cached(view, where, scope_key, MAX_CACHED_ROWS)
 
     def held_rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
         """All rows of ``view`` in a scope too large for :meth:`rows` (searched in LanceDB),
