@@ -4,7 +4,7 @@ import math
 import random
 from collections import Counter
 
-from query.text_search import B, K1, PassageIndex, terms
+from query.text_search import K1, B, PassageIndex, terms
 
 PASSAGES = {
     "e1": ("The client asked for a senior Rust engineer in Dublin.", "call with Dana"),
