@@ -26,12 +26,16 @@ def collapse_ws(text: str) -> str:
 
 
 @lru_cache(maxsize=200_000)
+def unaccented(text: str) -> str:
+    """``text`` with its accents stripped ("Zürich" -> "Zurich")."""
+    if text.isascii():  # ASCII has no accents to strip (and normalizes to itself)
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def fold(text: str) -> str:
     """Lowercase, strip accents and punctuation: the comparison form of a value."""
-    if not text.isascii():  # ASCII has no accents to strip (and normalizes to itself)
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(c for c in text if not unicodedata.combining(c))
-    return " ".join(_WORD.findall(text.lower()))
+    return " ".join(_WORD.findall(unaccented(text).lower()))
 
 
 def tokens(text: str) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
-from hltm_resources.text import STOPWORDS
+from hltm_resources.text import STOPWORDS, unaccented
 
 K1 = 1.2
 B = 0.75
@@ -54,13 +53,7 @@ def terms(text: str) -> list[str]:
 
 def _folded(text: str | None) -> str:
     """``text`` lowercased with its accents dropped (only ASCII letters make words)."""
-    if not text:
-        return ""
-    if not text.isascii():
-        text = "".join(
-            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-        )
-    return text.lower()
+    return unaccented(text).lower() if text else ""
 
 
 @lru_cache(maxsize=200_000)
