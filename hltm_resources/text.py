@@ -25,7 +25,6 @@ def collapse_ws(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-@lru_cache(maxsize=200_000)
 def unaccented(text: str) -> str:
     """``text`` with its accents stripped ("Zürich" -> "Zurich")."""
     if text.isascii():  # ASCII has no accents to strip (and normalizes to itself)
@@ -33,6 +32,7 @@ def unaccented(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=200_000)
 def fold(text: str) -> str:
     """Lowercase, strip accents and punctuation: the comparison form of a value."""
     return " ".join(_WORD.findall(unaccented(text).lower()))
