@@ -14,7 +14,7 @@ from pathlib import Path
 from hltm_resources.schema import DEFAULT_TREE, SchemaError, TreeSchema
 
 ENGINES = ("extractive", "openai")
-EMBEDDERS = ("local", "local-fast", "openai")
+EMBEDDERS = ("local", "local-float", "openai")
 DEFAULT_HOME = ".hltm"
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from hltm_resources.build.erasure import GONE, pending_erasures
 from hltm_resources.config import Settings
-from hltm_resources.embedding import Embedder, make_embedder
+from hltm_resources.embedding import Embedder, make_embedder, setting_for_model
 from hltm_resources.engines import (
     MemoryAgents,
     MicroQuery,
@@ -284,7 +284,7 @@ class Memory:
                         f"the memory at {self.settings.home} was embedded with {model!r} "
                         f"(dim {dim}) but this query embeds with {self.embedder.model_id!r} "
                         f"(dim {self.embedder.dim}); query with the model the memory was built "
-                        "with (HLTM_EMBEDDER / HLTM_EMBED_MODEL) or rebuild it"
+                        f"with ({setting_for_model(model)}) or rebuild it"
                     )
             self._vectors = store
             self._retriever = Retriever(store, self.settings.schema)

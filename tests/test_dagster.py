@@ -11,6 +11,7 @@ from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.build.checks import check_level
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
+from hltm_resources.embedding import MINILM_TOKENWISE_MODEL_ID
 from hltm_resources.engines.extractive.agents import EXTRACTIVE_VERSION
 
 
@@ -91,7 +92,7 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     assert meta["node_id"].value == f"project:{project['project_id']}"
     assert meta["facets"].value > 0 and meta["qa_pairs"].value > 0
     assert meta["engine"].value == EXTRACTIVE_VERSION
-    assert meta["embed_model"].value == "all-MiniLM-L6-v2-onnx-int8"
+    assert meta["embed_model"].value == MINILM_TOKENWISE_MODEL_ID
     assert meta["source_documents"].value == sum(
         1 for d in world.documents if d["project_id"] == project["project_id"]
     )

@@ -4,6 +4,7 @@ from hltm_resources.build.checks import check_level
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.build.stats import tree_stats
+from hltm_resources.embedding import MINILM_TOKENWISE_MODEL_ID
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore
@@ -47,7 +48,7 @@ def test_vectors_carry_path_and_model(built_home):
     store = VectorStore(built_home.lancedb_path, None, None)
     for name in TABLES:
         model, dim = store.table_model(name)
-        assert model == "all-MiniLM-L6-v2-onnx-int8" and dim == 384
+        assert model == MINILM_TOKENWISE_MODEL_ID and dim == 384
         rows = store.scan(name, ["node_id", "level", "path", "text"])
         assert rows.num_rows and all(rows.column("path").to_pylist())
 

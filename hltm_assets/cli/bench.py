@@ -292,13 +292,14 @@ def _peak_rss_mb() -> float:
 
 def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
     """Texts/s on ``sample`` texts this build stored: the embedding path before this round
-    (fixed batches of 64, sorted by characters), today's (batches by token budget) and the
-    int8-activation variant (``local-fast``), one after the other in this process."""
+    (the float model in fixed batches of 64, sorted by characters), the float model in batches
+    by token budget (``local-float``) and the default int8 model (``local``), one after the
+    other in this process."""
     import random
 
     import lancedb
 
-    from hltm_resources.embedding import Embedder, MiniLMDynamicEmbedder, MiniLMEmbedder
+    from hltm_resources.embedding import Embedder, MiniLMEmbedder, MiniLMTokenwiseEmbedder
 
     db = lancedb.connect(str(settings.lancedb_path))
     texts: list[str] = []  # the build's mix: texts of every view, then a random sample
@@ -315,22 +316,20 @@ def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
     texts = list(dict.fromkeys(texts))
     texts = random.Random(0).sample(texts, min(sample, len(texts)))
     out = {"texts": len(texts)}
-    float_model, fast_model = MiniLMEmbedder(), MiniLMDynamicEmbedder()
-    for e in (float_model, fast_model):
+    float_model, int8_model = MiniLMEmbedder(), MiniLMTokenwiseEmbedder()
+    for e in (float_model, int8_model):
         e.embed(["warm up"])
     for label, run in (
         ("fixed_batches_of_64", lambda: Embedder.embed(float_model, texts, 64)),
         ("token_budget_batches", lambda: float_model.embed(texts)),
-        ("local_fast_int8_activations", lambda: fast_model.embed(texts)),
+        ("local_int8", lambda: int8_model.embed(texts)),
     ):
         t0 = time.perf_counter()
         run()
         out[f"{label}_texts_per_s"] = round(len(texts) / (time.perf_counter() - t0), 1)
     base = out["fixed_batches_of_64_texts_per_s"]
     out["ratio_token_budget_over_fixed"] = round(out["token_budget_batches_texts_per_s"] / base, 2)
-    out["ratio_local_fast_over_fixed"] = round(
-        out["local_fast_int8_activations_texts_per_s"] / base, 2
-    )
+    out["ratio_local_int8_over_fixed"] = round(out["local_int8_texts_per_s"] / base, 2)
     return out
 
 
@@ -628,7 +627,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     scale = p.add_argument_group("scale")
     scale.add_argument("--leaves", type=int, default=10_000, help="projects in the tree")
     scale.add_argument("--home", help="keep the generated tree and its memory here")
-    scale.add_argument("--embedder", default="local", choices=("local", "local-fast"))
+    scale.add_argument("--embedder", default="local", choices=("local", "local-float"))
     scale.add_argument("--churn", type=float, default=0.01, help="share of leaves edited")
     scale.add_argument("--verify", action="store_true", help="hltm verify after the churn")
     scale.add_argument(

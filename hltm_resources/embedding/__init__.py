@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from hltm_resources.embedding.base import Embedder, EmbedderError
 from hltm_resources.embedding.minilm import (
     MINILM_DIM,
-    MINILM_DYNAMIC_MODEL_ID,
     MINILM_MODEL_ID,
-    MiniLMDynamicEmbedder,
+    MINILM_TOKENWISE_MODEL_ID,
     MiniLMEmbedder,
+    MiniLMTokenwiseEmbedder,
 )
 
 if TYPE_CHECKING:
@@ -19,25 +19,44 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MINILM_DIM",
-    "MINILM_DYNAMIC_MODEL_ID",
+    "LOCAL_EMBEDDERS",
     "MINILM_MODEL_ID",
+    "MINILM_TOKENWISE_MODEL_ID",
     "Embedder",
     "EmbedderError",
-    "MiniLMDynamicEmbedder",
+    "MiniLMTokenwiseEmbedder",
     "MiniLMEmbedder",
     "make_embedder",
+    "setting_for_model",
 ]
 
 
+#: The offline embedders by ``HLTM_EMBEDDER`` value.
+LOCAL_EMBEDDERS: dict[str, type[MiniLMEmbedder]] = {
+    "local": MiniLMTokenwiseEmbedder,
+    "local-float": MiniLMEmbedder,
+}
+
+
 @lru_cache(maxsize=4)
-def _shared_minilm(fast: bool = False) -> MiniLMEmbedder:
-    return MiniLMDynamicEmbedder() if fast else MiniLMEmbedder()
+def _shared_minilm(name: str) -> MiniLMEmbedder:
+    return LOCAL_EMBEDDERS[name]()
+
+
+def setting_for_model(model_id: str) -> str:
+    """How to select ``model_id`` again (for errors about memory embedded with it)."""
+    for name, embedder in LOCAL_EMBEDDERS.items():
+        if embedder.model_id == model_id:
+            return f"HLTM_EMBEDDER={name}"
+    if model_id.startswith("openai:"):
+        return f"HLTM_EMBEDDER=openai HLTM_EMBED_MODEL={model_id.removeprefix('openai:')}"
+    return "no setting of this version (rebuild with `hltm index --full --reset-vectors`)"
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings ask for; the offline one is shared within a process."""
-    if settings.embedder in ("local", "local-fast"):
-        return _shared_minilm(fast=settings.embedder == "local-fast")
+    """The embedder the settings ask for; the offline ones are shared within a process."""
+    if settings.embedder in LOCAL_EMBEDDERS:
+        return _shared_minilm(settings.embedder)
     from hltm_resources.embedding.openai_embedder import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)

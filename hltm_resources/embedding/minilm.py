@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -167,7 +168,7 @@ class MiniLMEmbedder(Embedder):
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-MINILM_DYNAMIC_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-dynamic"
+MINILM_TOKENWISE_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-tokenwise"
 
 
 def cache_dir() -> Path:
@@ -178,44 +179,54 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hltm"
 
 
-class MiniLMDynamicEmbedder(MiniLMEmbedder):
-    """The same MiniLM with int8 *activations* as well (``HLTM_EMBEDDER=local-fast``).
+class MiniLMTokenwiseEmbedder(MiniLMEmbedder):
+    """The default offline embedder (``HLTM_EMBEDDER=local``): the same MiniLM computing in int8.
 
     The packaged model stores int8 weights but computes in float32 (its weights are cast back
-    when the session loads). This variant quantizes every MatMul dynamically, per channel, with
-    onnxruntime's quantizer, so the matrix products run in int8 (VNNI / AMX where the CPU has
-    them). It is about 2x the texts/s of :class:`MiniLMEmbedder` on 2 cores, and it is a
-    different model: its vectors differ (cosine to the float model's, on 8,473 texts of a
-    build: mean 0.994, min 0.97), and retrieval is as good (LoCoMo dev recall@5/10/25 0.569 /
-    0.688 / 0.809 against 0.570 / 0.689 / 0.806; BENCHMARKS.md). Its own model id keeps its
-    vectors apart. But the activations' scales are computed per batch, so a text's vector
-    depends a little on the texts embedded with it (cosine about 0.99 to its vector alone):
-    an incremental index's vectors are not exactly a rebuild's. That keeps it opt-in.
+    when the session loads; that model stays available as ``HLTM_EMBEDDER=local-float``). This
+    one runs every MatMul of the encoder in int8 (VNNI / AMX where the CPU has them): weights
+    per output channel, and activations per *token*, with a scale taken from that token's own
+    largest value. A token's quantization therefore never depends on the other tokens or texts
+    of its batch, so a text's vector is the same alone or in any batch (an incremental index
+    embeds exactly what a rebuild embeds), and it is closer to the float model than one scale
+    per batch (cosine to the float model's vectors on 3,174 texts of a built tree: mean 0.998,
+    min 0.991, against 0.993 / 0.984 with one scale per batch). About 1.45x the texts/s of
+    the float model on 2 cores; BENCHMARKS.md has the numbers. On x86 CPUs without VNNI,
+    onnxruntime's uint8 x int8 kernels may saturate in rare cases (onnxruntime's quantization
+    docs); use ``local-float`` there if recall drops.
 
-    The quantized file is derived once from the checked packaged model into :func:`cache_dir`
-    (a few seconds; nothing is downloaded) and re-derived if it is missing or altered.
+    The file is derived once from the checked packaged model into :func:`cache_dir` (a few
+    seconds, nothing downloaded): onnxruntime folds the weight casts, its quantizer quantizes
+    the MatMuls dynamically, and :func:`tokenwise_activations` replaces the one-scale-per-
+    tensor activation quantization by one scale per token. It is re-derived if missing or
+    altered.
     """
 
-    model_id = MINILM_DYNAMIC_MODEL_ID
+    model_id = MINILM_TOKENWISE_MODEL_ID
+    #: Bumped whenever the derivation changes, so an old derived file is never reused.
+    DERIVATION = 1
 
     def _model_file(self) -> Path:
         source = packaged_model()
         import onnxruntime as ort
 
-        target = cache_dir() / f"minilm-int8-dynamic-{MINILM_SHA256[:12]}-ort{ort.__version__}.onnx"
+        target = cache_dir() / (
+            f"minilm-int8-tokenwise{self.DERIVATION}-{MINILM_SHA256[:12]}-ort{ort.__version__}.onnx"
+        )
         stamp = target.with_suffix(".sha256")
         if target.exists() and stamp.exists() and stamp.read_text().strip() == _sha256(target):
             return target
         try:
+            import onnx
             from onnxruntime.quantization import QuantType, quantize_dynamic
         except ImportError as exc:
             raise EmbedderError(
-                f"HLTM_EMBEDDER=local-fast derives its model with onnxruntime's quantizer, "
+                f"the offline embedder derives its int8 model with onnxruntime's quantizer, "
                 f"which needs the onnx package ({exc}): pip install -e . (or use "
-                "HLTM_EMBEDDER=local)"
+                "HLTM_EMBEDDER=local-float)"
             ) from exc
         target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="minilm-dynamic-", dir=target.parent))
+        work = Path(tempfile.mkdtemp(prefix="minilm-tokenwise-", dir=target.parent))
         try:
             folded = work / "folded.onnx"
             options = ort.SessionOptions()  # fold the int8 -> float casts into float weights
@@ -223,17 +234,150 @@ class MiniLMDynamicEmbedder(MiniLMEmbedder):
             options.optimized_model_filepath = str(folded)
             options.log_severity_level = 3
             ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-            quantized = work / "quantized.onnx"
-            quantize_dynamic(
-                folded,
-                quantized,
-                weight_type=QuantType.QInt8,
-                op_types_to_quantize=["MatMul"],
-                per_channel=True,
-            )
-            digest = _sha256(quantized)
-            os.replace(quantized, target)
+            per_tensor = work / "per_tensor.onnx"
+            quiet = _DropRecords("pre-processing before quantization")  # advice for images
+            logging.getLogger().addFilter(quiet)
+            try:
+                quantize_dynamic(
+                    folded,
+                    per_tensor,
+                    weight_type=QuantType.QInt8,
+                    op_types_to_quantize=["MatMul"],
+                    per_channel=True,
+                )
+            finally:
+                logging.getLogger().removeFilter(quiet)
+            model = tokenwise_activations(onnx.load(str(per_tensor)))
+            tokenwise = work / "tokenwise.onnx"
+            onnx.save(model, str(tokenwise))
+            digest = _sha256(tokenwise)
+            os.replace(tokenwise, target)
             stamp.write_text(digest + "\n")
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return target
+
+
+class _DropRecords(logging.Filter):
+    """Drops log records whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
+def tokenwise_activations(model):
+    """``model`` (an ``onnx.ModelProto`` from ``quantize_dynamic``) with one scale per token.
+
+    ``quantize_dynamic`` writes, for each quantized activation ``x``::
+
+        q, s, z = DynamicQuantizeLinear(x)              # one scale for the whole tensor
+        y = Cast(MatMulInteger(q, W, z, w_zero)) * (s * w_scale)
+
+    which makes every text's result depend on the largest value anywhere in its batch. This
+    rewrites each to::
+
+        s_tok = max(|x|, over the last axis) / 127      # shape [..., 1]: one per token
+        q = QuantizeLinear(x / s_tok) around 128        # per-axis over the rows of x
+        y = MatMulIntegerToFloat(q, W, 1, w_scale, 128, w_zero) * s_tok
+
+    ``MatMulIntegerToFloat`` (onnxruntime's fused kernel) takes the weights' per-channel
+    scales, and the per-token scale is applied to its output. (Feeding a per-token scale to
+    the unfused graph instead makes onnxruntime's fusion treat it as one scalar.)
+    """
+    from onnx import checker, helper, numpy_helper
+
+    graph = model.graph
+    constants = {
+        "tw_127": np.float32(127.0),
+        "tw_eps": np.float32(1e-8),
+        "tw_one": np.float32(1.0),
+        "tw_zero_point": np.uint8(128),
+        "tw_first": np.array([0], dtype=np.int64),
+        "tw_last": np.array([-1], dtype=np.int64),
+        "tw_end": np.array([np.iinfo(np.int64).max], dtype=np.int64),
+        "tw_one_dim": np.array([1], dtype=np.int64),
+    }
+    graph.initializer.extend(
+        numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()
+    )
+    nodes = list(graph.node)
+    users: dict[str, list] = {}
+    for node in nodes:
+        for name in node.input:
+            users.setdefault(name, []).append(node)
+    producer = {out: node for node in nodes for out in node.output}
+    dropped: set[int] = set()
+    added = []
+    for node in nodes:
+        if node.op_type != "DynamicQuantizeLinear":
+            continue
+        x = node.input[0]
+        q, scale, _zero_point = node.output
+        p = f"tw_{x}"
+        n = helper.make_node
+        added += [
+            n("Shape", [x], [f"{p}_shape"]),
+            n("Slice", [f"{p}_shape", "tw_first", "tw_last"], [f"{p}_lead"]),
+            n("Slice", [f"{p}_shape", "tw_last", "tw_end"], [f"{p}_width"]),
+            n("Concat", ["tw_last", f"{p}_width"], [f"{p}_rows_shape"], axis=0),
+            n("Concat", [f"{p}_lead", "tw_one_dim"], [f"{p}_scale_shape"], axis=0),
+            n("Reshape", [x, f"{p}_rows_shape"], [f"{p}_rows"]),
+            n("Abs", [f"{p}_rows"], [f"{p}_abs"]),
+            n("ReduceMax", [f"{p}_abs"], [f"{p}_max"], axes=[-1], keepdims=0),
+            n("Max", [f"{p}_max", "tw_eps"], [f"{p}_max_eps"]),
+            n("Div", [f"{p}_max_eps", "tw_127"], [f"{p}_row_scale"]),
+            n("Shape", [f"{p}_row_scale"], [f"{p}_n_rows"]),
+            n("Expand", ["tw_zero_point", f"{p}_n_rows"], [f"{p}_row_zero_points"]),
+            n(
+                "QuantizeLinear",
+                [f"{p}_rows", f"{p}_row_scale", f"{p}_row_zero_points"],
+                [f"{p}_q_rows"],
+                axis=0,
+            ),
+            n("Reshape", [f"{p}_q_rows", f"{p}_shape"], [q]),
+            n("Reshape", [f"{p}_row_scale", f"{p}_scale_shape"], [f"{p}_token_scale"]),
+        ]
+        dropped.add(id(node))
+        dropped.update(id(u) for u in users.get(scale, ()))  # s * w_scale, folded in below
+        for matmul in users[q]:
+            if matmul.op_type != "MatMulInteger":
+                raise ValueError(f"unexpected consumer {matmul.op_type} of {q}")
+            (cast,) = users[matmul.output[0]]
+            (mul,) = users[cast.output[0]]
+            scales = producer[mul.input[1]]
+            if (cast.op_type, mul.op_type, scales.op_type) != ("Cast", "Mul", "Mul"):
+                raise ValueError(f"unexpected dequantization after {matmul.name}")
+            dropped.update({id(matmul), id(cast), id(mul)})
+            y = mul.output[0]
+            w, w_zero_point = matmul.input[1], matmul.input[3]
+            added += [
+                n(
+                    "MatMulIntegerToFloat",
+                    [q, w, "tw_one", scales.input[1], "tw_zero_point", w_zero_point],
+                    [f"{y}_tw"],
+                    domain="com.microsoft",
+                ),
+                n("Mul", [f"{y}_tw", f"{p}_token_scale"], [y]),
+            ]
+    available = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    pending = [node for node in nodes if id(node) not in dropped] + added
+    ordered = []
+    while pending:  # topological order, as ONNX requires
+        waiting = []
+        for node in pending:
+            if all(name in available for name in node.input):
+                ordered.append(node)
+                available.update(node.output)
+            else:
+                waiting.append(node)
+        if len(waiting) == len(pending):
+            raise ValueError("the rewritten graph has a cycle or a missing input")
+        pending = waiting
+    graph.ClearField("node")
+    graph.node.extend(ordered)
+    checker.check_model(model)
+    return model

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from lancedb.index import FTS, BTree, IvfPq
 from lancedb.query import MultiMatchQuery
 
+from hltm_resources.embedding import setting_for_model
 from hltm_resources.ids import check_raw_id, is_doc_id, parse_node_id
 from hltm_resources.models import Memory, NodeInfo
 from hltm_resources.schema import TreeSchema
@@ -292,8 +293,9 @@ class VectorStore:
                 raise EmbeddingModelMismatch(
                     f"LanceDB table {name!r} holds vectors of embedding model {model!r} "
                     f"(dim {dim}), but this run uses {self.model_id!r} (dim {self.dim}); "
-                    "vectors of different models never mix: rebuild with the table's model, "
-                    "or start a new home (or run `hltm index --full --reset-vectors`)"
+                    "vectors of different models never mix: build with the table's model "
+                    f"({setting_for_model(model)}), or start a new home (or run "
+                    "`hltm index --full --reset-vectors`)"
                 )
         self._tables[name] = tbl
         return tbl
