@@ -282,6 +282,6 @@ def _run_index(
     result.usage_encoding = after.get("token_encoding")
     result.embedded_texts = indexer.embedder.texts - texts0
     result.embedding_calls = indexer.embedder.calls - calls0
-    indexer.vectors.tidy()
+    indexer.vectors.tidy(when_needed=not full)
     result.seconds = time.perf_counter() - t0
     return result

@@ -575,3 +575,57 @@ def test_a_large_table_gets_a_vector_index_and_searches_through_it_stay_in_scope
             assert found, (seat, question)
             catalog = mem.catalog()
             assert all(catalog[n][1].startswith(path + "/") for n in found), (seat, question)
+
+
+def test_an_incremental_index_leaves_few_new_rows_outside_the_indexes_and_searches_find_them(
+    fresh_home,
+):
+    """``tidy(when_needed=True)`` (what an incremental ``hltm index`` ends with) compacts a
+    table only once many of its rows are outside its indexes; until then the vector and the
+    full-text search read those rows flat, so they are found all the same."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from hltm_resources.stores import vectors as store_module
+    from hltm_resources.stores.vectors import VectorStore
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    store.tidy(index_from=256, keys_from=256)  # every table indexed, nothing left out
+    evidence = store.table("evidence")
+    total = evidence.count_rows()
+    some = evidence.search().limit(3).to_arrow()
+    new_ids = [f"{p}-new" for p in some.column("passage_id").to_pylist()]
+    new = some.set_column(
+        some.schema.get_field_index("passage_id"), "passage_id", pa.array(new_ids)
+    ).set_column(
+        some.schema.get_field_index("text"),
+        "text",
+        pc.binary_join_element_wise(some.column("text"), " zebracorn", ""),
+    )
+    evidence.add(new)
+    version = store.version("evidence")
+    (text_index,) = [i.name for i in evidence.list_indices() if i.columns == ["text"]]
+
+    assert store.tidy(index_from=256, keys_from=256, when_needed=True) == []  # 3 rows: left
+    assert store.version("evidence") == version
+    assert evidence.index_stats(text_index).num_unindexed_rows == 3
+    where = "path != ''"
+    found = store.text_search("evidence", "zebracorn", where, 10, ["passage_id"])
+    assert sorted(found.column("passage_id").to_pylist()) == sorted(new_ids)
+    vector = np.asarray(new.column("vector")[0].as_py(), dtype=np.float32)
+    near = store.search("evidence", vector, where, 5, ["passage_id"])
+    assert {new_ids[0], some.column("passage_id")[0].as_py()} <= set(
+        near.column("passage_id").to_pylist()
+    )
+
+    many = int(store_module.TIDY_UNINDEXED_SHARE * total) + 1 - 3  # past the share: tidied
+    rows = evidence.search().limit(many).to_arrow()
+    rows = rows.set_column(
+        rows.schema.get_field_index("passage_id"),
+        "passage_id",
+        pc.binary_join_element_wise(rows.column("passage_id"), "-more", ""),
+    )
+    evidence.add(rows)
+    assert "evidence" in store.tidy(index_from=256, keys_from=256, when_needed=True)
+    assert evidence.index_stats(text_index).num_unindexed_rows == 0
