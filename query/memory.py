@@ -202,6 +202,7 @@ class Memory:
         self._vectors: VectorStore | None = None
         self._retriever: Retriever | None = None
         self._catalog: tuple[int, dict[str, tuple[str, str, str, int]]] | None = None
+        self._labels: tuple[int, bool] | None = None
         self._names: dict[str, str] = {}
         self._vocab: dict[tuple, ScopeVocabulary] = {}
         self._value_sets = ValueSetCache()
@@ -265,7 +266,7 @@ class Memory:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = make_embedder(self.settings)
+            self._embedder = make_embedder(self.settings, serving=True)
         return self._embedder
 
     @property
@@ -311,6 +312,14 @@ class Memory:
             self._names = {n: entry[2] for n, entry in self._catalog[1].items()}
         return self._catalog[1]
 
+    def _labeled(self) -> bool:
+        """Whether the vector tables carry scope labels (see ``Scope.where``); asked once
+        per version of the summaries table."""
+        version = self.vectors.version("summaries")
+        if self._labels is None or self._labels[0] != version:
+            self._labels = (version, self.vectors.has_scope_labels())
+        return self._labels[1]
+
     def names(self) -> dict[str, str]:
         """node id -> name of every built node."""
         self.catalog()
@@ -324,7 +333,7 @@ class Memory:
         entry = self.catalog().get(node_id)
         if entry is not None:
             level, path, name, _ = entry
-            return Scope(node_id, level, name, path)
+            return Scope(node_id, level, name, path, labeled=self._labeled())
         # Not built yet, or emptied by a deletion or a move below it and not rebuilt yet:
         # what its subtree holds is served meanwhile.
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
@@ -437,6 +446,7 @@ class Memory:
         self._vectors = None
         self._retriever = None
         self._catalog = None
+        self._labels = None
         self._tree_vocab = None
         self._vocab.clear()
         self._leaves.clear()

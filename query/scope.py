@@ -8,23 +8,25 @@ from hltm_resources.errors import ScopeError
 from hltm_resources.ids import InvalidIdError, parse_node_id
 from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
-from hltm_resources.stores.vectors import subtree_filter
+from hltm_resources.stores.vectors import scope_filter, subtree_filter
 
 MAX_LISTED = 10
 
 
 @dataclass(frozen=True)
 class Scope:
-    """A resolved scope: the node, its path, and the LanceDB filter of its subtree."""
+    """A resolved scope: the node, its path, and the LanceDB filter of its subtree (by the
+    rows' scope labels where the tables carry them, else by path: the same rows)."""
 
     node_id: str
     level: str
     name: str
     path: str
+    labeled: bool = False
 
     @property
     def where(self) -> str:
-        return subtree_filter(self.path)
+        return scope_filter(self.node_id) if self.labeled else subtree_filter(self.path)
 
     def contains(self, path: str) -> bool:
         return path == self.path or path.startswith(self.path + "/")

@@ -382,6 +382,10 @@ def facet_store(path, dim=8, seed=0):
             "node_id": [f"project:p{i % 17:03d}" for i in range(n)],
             "level": ["project"] * n,
             "path": [f"{'a' if i % 17 % 3 else 'b'}/s/p{i % 17:03d}" for i in range(n)],
+            "scopes": [
+                [f"account:{'a' if i % 17 % 3 else 'b'}", "seat:s", f"project:p{i % 17:03d}"]
+                for i in range(n)
+            ],
             "text": [f"skill: Go {batch} {i}" for i in range(n)],
             "key": ["skill"] * n,
             "value": [f"Go {batch} {i}" for i in range(n)],
@@ -629,3 +633,43 @@ def test_an_incremental_index_leaves_few_new_rows_outside_the_indexes_and_search
     evidence.add(rows)
     assert "evidence" in store.tidy(index_from=256, keys_from=256, when_needed=True)
     assert evidence.index_stats(text_index).num_unindexed_rows == 0
+
+
+def test_a_scope_label_filter_keeps_exactly_the_rows_of_the_subtree(fresh_home):
+    """Every node as a scope: its label filter (one label-index lookup) keeps the same rows
+    of every table as the path filter, indexed or not."""
+    from hltm_resources.stores.vectors import TABLES, VectorStore, scope_filter, subtree_filter
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    assert store.has_scope_labels()
+    catalog = store.scan("summaries", ["node_id", "path"]).to_pylist()
+    for indexed in (False, True):
+        if indexed:
+            store.tidy(index_from=10**9, keys_from=1)  # the label index (and the B-trees)
+            assert ("scopes",) in {tuple(i.columns) for i in store.table("facets").list_indices()}
+        for node in catalog:
+            for name in TABLES:
+                by_label = store.scan(name, ["node_id", "text"], scope_filter(node["node_id"]))
+                by_path = store.scan(name, ["node_id", "text"], subtree_filter(node["path"]))
+                assert sorted(by_label.to_pylist(), key=str) == sorted(by_path.to_pylist(), key=str)
+
+
+def test_tables_written_before_scope_labels_are_filtered_by_path_and_still_written(
+    fresh_home, world
+):
+    from hltm_resources.build.indexer import Indexer
+    from hltm_resources.stores.vectors import TABLES, VectorStore
+    from query import Memory
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    for name in TABLES:
+        store.table(name).drop_columns(["scopes"])  # as an older version wrote them
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    assert not store.has_scope_labels()
+    seat = f"seat:{world.seats[0]['seat_id']}"
+    mem = Memory(fresh_home, log_queries=False)
+    scope = mem.resolve(seat)
+    assert not scope.labeled and "starts_with(path" in scope.where
+    assert mem.retrieve("Where are the jobs located?", scope=seat).context.node_ids()
+    Indexer(fresh_home).build_plan(Indexer(fresh_home).plan(full=True))  # rows still written
+    assert not VectorStore(fresh_home.lancedb_path, None, None).has_scope_labels()

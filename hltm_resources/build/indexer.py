@@ -437,8 +437,9 @@ class Indexer:
         """Per table, the rows of ``items`` with their vectors (one embedding call for the
         texts the nodes in ``stored`` do not already have vectors of)."""
         rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        levels = self.settings.schema.names
         for node, memory, _, _ in items:
-            for name, items_of_view in vector_items(node, memory).items():
+            for name, items_of_view in vector_items(node, memory, levels).items():
                 rows[name] += items_of_view
         texts = [r["text"] for name in TABLES for r in rows[name]]
         rebuilt = sorted(stored & {node.node_id for node, *_ in items})

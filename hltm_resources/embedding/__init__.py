@@ -39,8 +39,8 @@ LOCAL_EMBEDDERS: dict[str, type[MiniLMEmbedder]] = {
 
 
 @lru_cache(maxsize=4)
-def _shared_minilm(name: str) -> MiniLMEmbedder:
-    return LOCAL_EMBEDDERS[name]()
+def _shared_minilm(name: str, serving: bool) -> MiniLMEmbedder:
+    return LOCAL_EMBEDDERS[name](spinning=not serving)
 
 
 def setting_for_model(model_id: str) -> str:
@@ -53,10 +53,11 @@ def setting_for_model(model_id: str) -> str:
     return "no setting of this version (rebuild with `hltm index --full --reset-vectors`)"
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings ask for; the offline ones are shared within a process."""
+def make_embedder(settings: Settings, serving: bool = False) -> Embedder:
+    """The embedder the settings ask for; the offline ones are shared within a process, one
+    for building and one for ``serving`` questions (see :class:`MiniLMEmbedder`)."""
     if settings.embedder in LOCAL_EMBEDDERS:
-        return _shared_minilm(settings.embedder)
+        return _shared_minilm(settings.embedder, serving)
     from hltm_resources.embedding.openai_embedder import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)

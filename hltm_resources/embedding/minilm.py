@@ -70,9 +70,15 @@ class MiniLMEmbedder(Embedder):
     model_id = MINILM_MODEL_ID
     dim = MINILM_DIM
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, spinning: bool = True) -> None:
+        """``spinning=False`` for a serving process: onnxruntime's threads then sleep as soon
+        as a model call ends instead of spinning for the next one. A build embeds batch after
+        batch and gains from spinning (about 13 % more texts/s); a question embeds a few texts
+        and then searches, and spinning threads took about 30 ms of CPU from each question's
+        searches in an account of 30k projects (p50 166 -> 152 ms on 2 cores)."""
         super().__init__()
         self._threads = threads
+        self._spinning = spinning
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -97,6 +103,8 @@ class MiniLMEmbedder(Embedder):
         options.log_severity_level = 3
         if self._threads:
             options.intra_op_num_threads = self._threads
+        if not self._spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(model), sess_options=options, providers=["CPUExecutionProvider"]
         )
