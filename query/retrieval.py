@@ -46,8 +46,8 @@ MAX_HELD_ROWS = 400_000
 MAX_MATCHED_NODES = 500
 #: Views with one row per node: in a scope too large for ``MAX_CACHED_ROWS`` (an account of
 #: 30k projects) their vectors alone are held (up to ``MAX_HELD_SCOPE_ROWS``) and searched
-#: exactly in numpy; only the top rows' payload is read (about 3 ms against 30 ms for
-#: LanceDB's flat search of 30k summaries at 100k leaves).
+#: exactly in numpy; only the top rows' payload is read (10-20 ms with that read, against
+#: about 30 ms for LanceDB's flat search of an account's 30k summaries at 100k leaves).
 ONE_ROW_PER_NODE = ("summaries",)
 VECTORS_ONLY = ("node_id", "vector")
 CANDIDATE_LIMIT = 400

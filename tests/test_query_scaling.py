@@ -673,3 +673,29 @@ def test_tables_written_before_scope_labels_are_filtered_by_path_and_still_writt
     assert mem.retrieve("Where are the jobs located?", scope=seat).context.node_ids()
     Indexer(fresh_home).build_plan(Indexer(fresh_home).plan(full=True))  # rows still written
     assert not VectorStore(fresh_home.lancedb_path, None, None).has_scope_labels()
+
+
+def test_summaries_of_a_scope_too_large_to_hold_are_the_held_ones(fresh_home, monkeypatch):
+    """A scope over ``MAX_CACHED_ROWS`` keeps only its summaries' vectors and reads the top
+    rows' payload: the same summaries, scores and order as a scope held whole."""
+    import query.retrieval
+    from query import Memory
+
+    mem = Memory(fresh_home, log_queries=False)
+    scopes = [n for n, entry in mem.catalog().items() if entry[0] != "project"]
+    questions = ["Where are the jobs usually located?", "Which skills come up most?"]
+    qvecs = mem.embedder.embed(questions)
+    held = {
+        (s, q): mem.retriever.summaries(v, mem.resolve(s).where, s, 5)
+        for s in scopes
+        for q, v in zip(questions, qvecs, strict=True)
+    }
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
+    mem = Memory(fresh_home, log_queries=False)
+    for (s, q), expected in held.items():
+        v = qvecs[questions.index(q)]
+        got = mem.retriever.summaries(v, mem.resolve(s).where, s, 5)
+        assert [(i.node_id, i.text, round(i.score, 6)) for i in got] == [
+            (i.node_id, i.text, round(i.score, 6)) for i in expected
+        ], (s, q)
+    assert any(k[-1] == query.retrieval.VECTORS_ONLY for k in mem.retriever._cache)
