@@ -504,25 +504,33 @@ class Retriever:
         by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
         if by_words is None:
             by_words = self.text_hits(question, where, scope_key)
-        row_of = rows.row_of
-        unseen = [p for p in by_words if p not in row_of]  # a scope too large to cache
-        if unseen:
-            more = ViewRows.from_arrow(
-                self.vectors.scan(
-                    "evidence", COLUMNS["evidence"], f"{where} AND {passage_filter(unseen)}"
-                )
-            )
-            rows = ViewRows(
-                {c: rows.cols[c] + more.cols[c] for c in rows.cols},
-                np.vstack([rows.vectors, more.vectors]),
-                np.vstack([rows.context, more.context]),
-            )
-            extra = more.vectors @ qvec + CONTEXT_BOOST * (more.context @ qvec)
-            dense = np.concatenate([dense, extra])
-            ids = rows.cols["passage_id"]
-            row_of = {p: i for i, p in enumerate(ids)}
         fused = rrf([by_dense, by_words])
-        ranked = sorted((p for p in fused if p in row_of), key=lambda p: (-fused[p], p))[:k]
+        order = sorted(fused, key=lambda p: (-fused[p], p))
+        row_of = rows.row_of
+        ranked: list[str] = []
+        start = 0
+        while len(ranked) < k and start < len(order):
+            # Passages found by words only (a scope too large to hold) are read when they
+            # reach the top k, not all of them: a passage that cannot be read (erased since)
+            # is passed over, as if never found.
+            window = order[start : start + k - len(ranked)]
+            start += len(window)
+            unseen = [p for p in window if p not in row_of]
+            if unseen:
+                more = ViewRows.from_arrow(
+                    self.vectors.scan(
+                        "evidence", COLUMNS["evidence"], f"{where} AND {passage_filter(unseen)}"
+                    )
+                )
+                rows = ViewRows(
+                    {c: rows.cols[c] + more.cols[c] for c in rows.cols},
+                    np.vstack([rows.vectors, more.vectors]),
+                    np.vstack([rows.context, more.context]),
+                )
+                extra = more.vectors @ qvec + CONTEXT_BOOST * (more.context @ qvec)
+                dense = np.concatenate([dense, extra])
+                row_of = {p: i for i, p in enumerate(rows.cols["passage_id"])}
+            ranked += [p for p in window if p in row_of]
         c = rows.cols
         return [
             ContextItem(

@@ -699,3 +699,32 @@ def test_summaries_of_a_scope_too_large_to_hold_are_the_held_ones(fresh_home, mo
             (i.node_id, i.text, round(i.score, 6)) for i in expected
         ], (s, q)
     assert any(k[-1] == query.retrieval.VECTORS_ONLY for k in mem.retriever._cache)
+
+
+def test_evidence_of_a_scope_too_large_to_hold_is_the_top_of_the_fused_ranking(
+    fresh_home, monkeypatch
+):
+    """In a scope searched in LanceDB, passages found by words alone are read only when they
+    reach the top k; the result is still the top k of the fused ranking of both searches."""
+    import numpy as np
+
+    import query.retrieval
+    from query import Memory
+    from query.retrieval import EVIDENCE_CANDIDATES, rrf
+
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
+    mem = Memory(fresh_home, log_queries=False)
+    r = mem.retriever
+    for scope in [n for n, entry in mem.catalog().items() if entry[0] != "project"]:
+        where = mem.resolve(scope).where
+        for question in ("Where are the jobs located?", "Why was the candidate rejected?"):
+            qvec = mem.embedder.embed([question])[0]
+            by_words = r.text_hits(question, where, scope)
+            dense = r._search_rows("evidence", qvec, where, EVIDENCE_CANDIDATES)
+            cos = dense.vectors @ qvec + query.retrieval.CONTEXT_BOOST * (dense.context @ qvec)
+            by_dense = [dense.cols["passage_id"][i] for i in np.argsort(-cos, kind="stable")]
+            fused = rrf([by_dense[:EVIDENCE_CANDIDATES], by_words])
+            expected = sorted(fused, key=lambda p: (-fused[p], p))[:8]
+            got = r.evidence(qvec, question, where, scope, 8, by_words)
+            assert [i.score for i in got] == [fused[p] for p in expected], (scope, question)
+            assert len({i.text for i in got}) == len(got)
