@@ -32,7 +32,7 @@ from hltm_resources.engines.vocabulary import key_label
 from hltm_resources.models import Document
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_documents, read_topology
-from hltm_resources.stores.vectors import VectorStore, sql_quote
+from hltm_resources.stores.vectors import VectorStore, subtree_filter
 from hltm_resources.text import fold, join_human, plural_s
 from hltm_resources.tokens import count_tokens
 
@@ -122,10 +122,7 @@ class ChunkIndex:
         vec = self.embedder.embed([question])[0]
         query = self.table.search(vec, vector_column_name="vector").distance_type("cosine")
         if path is not None:
-            query = query.where(
-                f"(path = {sql_quote(path)} OR starts_with(path, {sql_quote(path + '/')}))",
-                prefilter=True,
-            )
+            query = query.where(subtree_filter(path), prefilter=True)
         hits = query.select(["chunk_id", "_distance"]).limit(k).to_arrow()
         return [self.by_id[c] for c in hits.column("chunk_id").to_pylist()]
 
