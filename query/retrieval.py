@@ -347,8 +347,12 @@ class Retriever:
         other facets by relevance, :data:`MAX_FACETS_PER_NODE` of those at most."""
         rows = self.rows("facets", where, scope_key)
         if rows is None:
+            # Candidate nodes only: every row of each is read and scored on its full vector
+            # below, so the index's own re-ranking (``refine``) is not needed. In the 30k-
+            # project account at 100k leaves it cost 16-30 ms a question; with it and without
+            # it, 12 questions' top 25 nodes had the scores of exact scoring (BENCHMARKS.md).
             hits = self.vectors.search_many(
-                "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"]
+                "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"], refine=None
             )
             candidates = list(
                 dict.fromkeys(n for hit in hits for n in hit.column("node_id").to_pylist())

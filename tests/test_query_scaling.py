@@ -675,6 +675,33 @@ def test_tables_written_before_scope_labels_are_filtered_by_path_and_still_writt
     assert not VectorStore(fresh_home.lancedb_path, None, None).has_scope_labels()
 
 
+def test_facet_scores_through_a_vector_index_are_the_exact_scores(fresh_home, monkeypatch):
+    """A scope searched through the facets' vector index (too large to hold) scores its
+    candidate nodes on every row's full vector: the top nodes' scores are those of scoring
+    every node of the scope exactly (ties may name other nodes with the same score)."""
+    import query.retrieval
+    from hltm_resources.stores.vectors import VectorStore
+    from query import Memory
+
+    VectorStore(fresh_home.lancedb_path, None, None).tidy(index_from=256, keys_from=256)
+    mem = Memory(fresh_home, log_queries=False)
+    assert mem.vectors.vector_indexed("facets")
+    scopes = [n for n, entry in mem.catalog().items() if entry[0] != "project"]
+    keys = ["location", "skills", "seniority"]
+    micro = mem.embedder.embed(keys)
+
+    def scores(retriever, scope):
+        nodes = retriever.facets(micro, mem.resolve(scope).where, scope, 5, 1, keys=keys)
+        return [round(n.score, 5) for n in nodes]
+
+    exact = {s: scores(mem.retriever, s) for s in scopes}
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)  # every scope goes to LanceDB
+    mem = Memory(fresh_home, log_queries=False)
+    for scope in scopes:
+        assert scores(mem.retriever, scope) == exact[scope], scope
+    assert all(exact.values())
+
+
 def test_summaries_of_a_scope_too_large_to_hold_are_the_held_ones(fresh_home, monkeypatch):
     """A scope over ``MAX_CACHED_ROWS`` keeps only its summaries' vectors and reads the top
     rows' payload: the same summaries, scores and order as a scope held whole."""

@@ -67,6 +67,8 @@ TIDY_SMALL_FRAGMENTS = 48
 ANN_NPROBES = 20
 ANN_MAX_NPROBES = 80
 #: Candidates read per result and re-ranked on their full vectors (PQ distances are coarse).
+#: A search whose hits are scored again on their full vectors by the caller may skip it
+#: (``refine=None``; see ``Retriever.facets``).
 ANN_REFINE = 4
 
 _PAYLOAD: dict[str, list[pa.Field]] = {
@@ -106,13 +108,10 @@ def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
     return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
 
 
-def _approximate(query):
+def _approximate(query, refine: int | None = ANN_REFINE):
     """Search settings for a table with a vector index (ignored by a brute-force search)."""
-    return (
-        query.minimum_nprobes(ANN_NPROBES)
-        .maximum_nprobes(ANN_MAX_NPROBES)
-        .refine_factor(ANN_REFINE)
-    )
+    query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(ANN_MAX_NPROBES)
+    return query if refine is None else query.refine_factor(refine)
 
 
 def vector_items(node: NodeInfo, memory: Memory, levels: Sequence[str]) -> dict[str, list[dict]]:
@@ -392,12 +391,20 @@ class VectorStore:
         return counts
 
     def search(
-        self, name: str, vector: np.ndarray, where: str, limit: int, columns: Sequence[str]
+        self,
+        name: str,
+        vector: np.ndarray,
+        where: str,
+        limit: int,
+        columns: Sequence[str],
+        refine: int | None = ANN_REFINE,
     ) -> pa.Table:
-        """Cosine search restricted by ``where`` inside the query (prefilter)."""
+        """Cosine search restricted by ``where`` inside the query (prefilter); through a
+        vector index, ``refine`` times ``limit`` candidates re-ranked on their full vectors
+        (:data:`ANN_REFINE`; None: ranked by their PQ codes alone)."""
         tbl = self.table(name)
         return (
-            _approximate(tbl.search(vector.astype(np.float32), vector_column_name="vector"))
+            _approximate(tbl.search(vector.astype(np.float32), vector_column_name="vector"), refine)
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
@@ -406,17 +413,23 @@ class VectorStore:
         )
 
     def search_many(
-        self, name: str, vectors: np.ndarray, where: str, limit: int, columns: Sequence[str]
+        self,
+        name: str,
+        vectors: np.ndarray,
+        where: str,
+        limit: int,
+        columns: Sequence[str],
+        refine: int | None = ANN_REFINE,
     ) -> list[pa.Table]:
         """:meth:`search` for each of ``vectors`` (rows), in one pass over the table: a
         brute-force search costs a read of the whole table, whatever the filter keeps."""
         if len(vectors) == 1:
-            return [self.search(name, vectors[0], where, limit, columns)]
+            return [self.search(name, vectors[0], where, limit, columns, refine)]
         query = self.table(name).search(
             np.asarray(vectors, dtype=np.float32), vector_column_name="vector"
         )
         hits = (
-            _approximate(query)
+            _approximate(query, refine)
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*columns, "_distance"])
