@@ -351,7 +351,11 @@ class Memory:
         rows = self.retriever.rows("facets", where, scope.node_id)
         support: dict[tuple[str, str], int] = {}
         if rows is None:  # a large scope: its rows summed per value in Arrow
-            table = self.vectors.scan("facets", ["key", "value", "support"], where)
+            held = self.retriever.facet_rows(where, scope.node_id)  # read for scoring too
+            if held is not None:
+                table = held.select(["key", "value", "support"])
+            else:
+                table = self.vectors.scan("facets", ["key", "value", "support"], where)
             summed = table.group_by(["key", "value"]).aggregate([("support", "sum")])
             for k, v, s in zip(
                 *(summed.column(c).to_pylist() for c in ("key", "value", "support_sum")),
@@ -476,6 +480,11 @@ class Memory:
         if levels:
             where = f"{where} AND {level_filter(levels, self.settings.schema)}"
         retriever = self.retriever
+        # What the question will read of each view is read meanwhile, side by side (on a
+        # scope's first question; a look-up in the cache after).
+        for view in ("facets", "qa", "summaries"):
+            if view in views:
+                self._background().submit(retriever.prepare, view, where, resolved.node_id)
         # The full-text search needs no vector: it runs while the question is parsed and
         # embedded (both release the interpreter), its result waited for by the fusion.
         by_words = (
@@ -520,9 +529,7 @@ class Memory:
         )
         evidence_hits = (
             pool.submit(
-                lambda: retriever.evidence(
-                    qvec, question, where, resolved.node_id, k_evidence, by_words.result()
-                )
+                retriever.evidence, qvec, question, where, resolved.node_id, k_evidence, by_words
             )
             if by_words is not None
             else None

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hltm_resources.engines.base import ContextItem, NodeContext, RetrievedContext
 from hltm_resources.schema import TreeSchema
@@ -36,6 +38,8 @@ from hltm_resources.stores.vectors import (
 from query.text_search import PassageIndex
 
 MAX_CACHED_ROWS = 20_000
+#: The row id column of a scan (see :meth:`VectorStore.take`).
+ROW_ID = "_rowid"
 #: Rows per view of a scope too large to search in numpy that are still kept, to read the
 #: rows of the nodes LanceDB's search picks from (not scanned again for each question).
 MAX_HELD_SCOPE_ROWS = 100_000
@@ -49,7 +53,12 @@ MAX_MATCHED_NODES = 500
 #: exactly in numpy; only the top rows' payload is read (10-20 ms with that read, against
 #: about 30 ms for LanceDB's flat search of an account's 30k summaries at 100k leaves).
 ONE_ROW_PER_NODE = ("summaries",)
-VECTORS_ONLY = ("node_id", "vector")
+VECTORS_ONLY = ("node_id", "vector", ROW_ID)
+#: Facet rows a scope too large to hold may keep as :class:`TextFacets` (payload alone, about
+#: 100 bytes a row), and the distinct texts it may have (one vector each); a scope past
+#: either is searched through LanceDB's index for ``CANDIDATE_LIMIT`` rows per micro-query.
+MAX_TEXT_FACET_ROWS = 2_000_000
+MAX_FACET_TEXTS = MAX_HELD_SCOPE_ROWS
 CANDIDATE_LIMIT = 400
 MAX_FACETS_PER_NODE = 12
 CACHED_SCOPES = 64
@@ -71,6 +80,12 @@ COLUMNS = {
         "context_vector",
     ],
 }
+TEXT_FACET_COLUMNS = [c for c in COLUMNS["facets"] if c != "vector"]
+#: Rows without vectors count against ``MAX_HELD_ROWS`` as a vector per this many bytes
+#: (a 384-dimension float32 vector's).
+PAYLOAD_BYTES_PER_VECTOR = 384 * 4
+#: What a facet item shows of its row (and its text).
+FACET_PAYLOAD = ("level", "key", "value", "support", "source_ids")
 #: Reciprocal rank fusion constant: a small k lets the first ranks of each list dominate.
 RRF_K = 20
 #: Candidates each evidence search contributes to the fusion.
@@ -107,16 +122,22 @@ class NodeGroups:
     ends: np.ndarray
 
     @classmethod
-    def of(cls, row_nodes: Sequence[str]) -> NodeGroups:
-        codes: dict[str, int] = {}
-        idx = np.fromiter(
-            (codes.setdefault(n, len(codes)) for n in row_nodes),
-            dtype=np.int64,
-            count=len(row_nodes),
-        )
-        ends = np.cumsum(np.bincount(idx, minlength=len(codes)))
+    def of(cls, row_nodes: Sequence[str] | pa.ChunkedArray) -> NodeGroups:
+        if isinstance(row_nodes, pa.ChunkedArray):  # in Arrow: codes by first appearance too
+            encoded = pc.dictionary_encode(row_nodes).combine_chunks()
+            nodes = encoded.dictionary.to_pylist()
+            idx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            codes: dict[str, int] = {}
+            idx = np.fromiter(
+                (codes.setdefault(n, len(codes)) for n in row_nodes),
+                dtype=np.int64,
+                count=len(row_nodes),
+            )
+            nodes = list(codes)
+        ends = np.cumsum(np.bincount(idx, minlength=len(nodes)))
         starts = np.concatenate([np.zeros(1, dtype=ends.dtype), ends[:-1]])
-        return cls(list(codes), np.argsort(idx, kind="stable"), starts, ends)
+        return cls(nodes, np.argsort(idx, kind="stable"), starts, ends)
 
     def rows(self, j: int) -> np.ndarray:
         return self.order[self.starts[j] : self.ends[j]]
@@ -208,19 +229,137 @@ class ViewRows:
             {c: [v[i] for i in idx] for c, v in self.cols.items()}, self.vectors[idx], context
         )
 
+    def cosines(self, vecs: np.ndarray) -> np.ndarray:
+        """Cosine of each of ``vecs`` with each row, ``(len(vecs), rows)`` (L2-normalized)."""
+        return vecs @ self.vectors.T
 
-def _remember(seen: dict, key: tuple, size: int) -> None:
-    """Add ``key`` to an insertion-ordered set of at most ``size`` keys (the oldest go)."""
-    seen[key] = None
+    def facet_payload(self, idx: Sequence[int]) -> dict[str, list]:
+        """What a facet item shows of rows ``idx``, column by column, with its ``text``."""
+        out = {c: [self.cols[c][i] for i in idx] for c in FACET_PAYLOAD}
+        out["text"] = [f"{k}: {v}" for k, v in zip(out["key"], out["value"], strict=True)]
+        return out
+
+    def asked(self, idx: np.ndarray, keys: set[str]) -> np.ndarray:
+        """Per row of ``idx``: is its facet key one of ``keys``?"""
+        key = self.cols["key"]
+        return np.fromiter((key[i] in keys for i in idx.tolist()), dtype=bool, count=len(idx))
+
+    def text_ranks(self, idx: np.ndarray) -> np.ndarray:
+        """Per row of ``idx``, the rank of its facet's ``key: value`` among theirs."""
+        c = self.cols
+        texts = [f"{c['key'][i]}: {c['value'][i]}" for i in idx.tolist()]
+        rank = {t: r for r, t in enumerate(sorted(set(texts)))}
+        return np.fromiter((rank[t] for t in texts), dtype=np.int64, count=len(texts))
+
+    @property
+    def weight(self) -> int:
+        """How many vectors these rows hold (a passage has two)."""
+        return len(self) * (1 if self.context is None else 2)
+
+
+@dataclass
+class TextFacets:
+    """The facets of a scope too large to hold with a vector per row, for exact scoring in
+    numpy: every row's payload (Arrow, no vectors) and one vector per distinct ``key: value``
+    text, which is what a facet embeds. Parents repeat their children's facets, and values
+    recur: at 100k leaves an account of 30k projects had 380,315 facet rows and 5,704
+    distinct texts. ``codes[i]`` is row ``i``'s text in ``vectors``."""
+
+    payload: pa.Table
+    codes: np.ndarray
+    texts: list[str]  # the distinct texts, in the order of ``vectors``
+    text_keys: list[str]  # the key of each
+    text_values: list[str]  # and its value
+    vectors: np.ndarray
+    rank: Callable[[str], int]  # a level's depth (the tree schema's)
+
+    def __len__(self) -> int:
+        return self.payload.num_rows
+
+    @cached_property
+    def groups(self) -> NodeGroups:
+        return NodeGroups.of(self.payload.column("node_id"))
+
+    @cached_property
+    def levels(self) -> list[str]:
+        """Each node's level (in :attr:`groups` order)."""
+        level = self.payload.column("level")
+        return level.take(pa.array(self.groups.order[self.groups.ends - 1])).to_pylist()
+
+    @cached_property
+    def tiebreak(self) -> np.ndarray:
+        """:func:`node_ranks` of the nodes, sorted in Arrow (the order of UTF-8 bytes is that
+        of code points, as Python compares strings)."""
+        depth = {level: self.rank(level) for level in set(self.levels)}
+        nodes = pa.table(
+            {"depth": [depth[level] for level in self.levels], "node": self.groups.nodes}
+        )
+        order = pc.sort_indices(nodes, [("depth", "ascending"), ("node", "ascending")])
+        out = np.empty(len(nodes), dtype=np.int64)
+        out[order.to_numpy()] = np.arange(len(nodes))
+        return out
+
+    def cosines(self, vecs: np.ndarray) -> np.ndarray:
+        """Cosine of each of ``vecs`` with each row: with each distinct text, spread to its
+        rows."""
+        return (vecs @ self.vectors.T)[:, self.codes]
+
+    def facet_payload(self, idx: Sequence[int]) -> dict[str, list]:
+        # Texts, keys and values by code: only the rest is read from Arrow.
+        codes = self.codes[np.asarray(idx, dtype=np.int64)].tolist()
+        out = (
+            self.payload.select(["level", "support", "source_ids"])
+            .take(pa.array(idx, pa.int64()))
+            .to_pydict()
+        )
+        out["text"] = [self.texts[c] for c in codes]
+        out["key"] = [self.text_keys[c] for c in codes]
+        out["value"] = [self.text_values[c] for c in codes]
+        return out
+
+    def asked(self, idx: np.ndarray, keys: set[str]) -> np.ndarray:
+        return np.array([k in keys for k in self.text_keys], dtype=bool)[self.codes[idx]]
+
+    def text_ranks(self, idx: np.ndarray) -> np.ndarray:
+        return self._text_rank[self.codes[idx]]
+
+    @cached_property
+    def _text_rank(self) -> np.ndarray:
+        """Per distinct text, its rank among them (Python's order of strings)."""
+        out = np.empty(len(self.texts), dtype=np.int64)
+        out[sorted(range(len(self.texts)), key=self.texts.__getitem__)] = np.arange(len(out))
+        return out
+
+    @property
+    def weight(self) -> int:
+        """What this holds, counted in vectors (a payload row is some 15 times smaller)."""
+        per_vector = max(1, self.vectors.shape[1] * self.vectors.itemsize)
+        return len(self.vectors) + self.payload.nbytes // per_vector
+
+
+def node_ranks(
+    nodes: Sequence[str], levels: Sequence[str], rank: Callable[[str], int]
+) -> np.ndarray:
+    """Per node, its place in the order of (level by ``rank``, node id)."""
+    out = np.empty(len(nodes), dtype=np.int64)
+    order = sorted(range(len(nodes)), key=lambda j: (rank(levels[j]), nodes[j]))
+    out[order] = np.arange(len(nodes))
+    return out
+
+
+def _remember(seen: dict, key: tuple, size: int, value: object = None) -> None:
+    """Add ``key`` (with ``value``) to an insertion-ordered dict of at most ``size`` keys
+    (the oldest go)."""
+    seen[key] = value
     while len(seen) > size:
         seen.pop(next(iter(seen)))
 
 
-def _weight(rows: ViewRows | None) -> int:
-    """How many vectors cached rows hold (a passage has two)."""
-    if rows is None:
-        return 0
-    return len(rows) * (1 if rows.context is None else 2)
+def _weight(rows: ViewRows | TextFacets | pa.Table | None) -> int:
+    """How many vectors a cache entry holds, or its size counted in vectors."""
+    if isinstance(rows, pa.Table):
+        return rows.nbytes // PAYLOAD_BYTES_PER_VECTOR
+    return 0 if rows is None else rows.weight
 
 
 def rrf(
@@ -264,6 +403,8 @@ class Retriever:
         self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
         self._held = 0  # vectors the cache holds (see MAX_HELD_ROWS)
         self._asked: dict[tuple, None] = {}  # large scopes searched once (see _rows_of_nodes)
+        self._counts: dict[tuple, int] = {}  # rows per (view, filter, version)
+        self._pending: dict[tuple, Future] = {}  # cache entries being made (see _once)
         self._lock = threading.Lock()
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
@@ -283,23 +424,141 @@ class Retriever:
         when there are more than ``limit``."""
         version = self.vectors.version(view)
         columns = list(columns or COLUMNS[view])
-        key = (view, scope_key, where, version, limit, tuple(columns))
+
+        def read() -> tuple[ViewRows | None, bool]:
+            if self._count(view, where, version) > limit:
+                return None, True
+            names = [c for c in columns if c != ROW_ID]
+            scan = self.vectors.scan(view, names, where, row_ids=ROW_ID in columns)
+            return ViewRows.from_arrow(scan), True
+
+        return self._once((view, scope_key, where, version, limit, tuple(columns)), read)
+
+    def prepare(self, view: str, where: str, scope_key: str) -> None:
+        """Read what questions in this scope read of ``view``: the rows held for it, or, for
+        a scope too large to hold, what is kept of it (the vectors of its summaries, its
+        :meth:`text_facets`). Run in the background as a question starts, so that a scope's
+        first question reads its views side by side; errors are left to the question's own
+        read."""
+        if self.rows(view, where, scope_key) is not None:
+            return
+        if view == "facets":
+            self.text_facets(where, scope_key)
+        elif view in ONE_ROW_PER_NODE:
+            self._cached(view, where, scope_key, MAX_HELD_SCOPE_ROWS, VECTORS_ONLY)
+
+    def _once(self, key: tuple, make: Callable[[], tuple[object, bool]]):
+        """The cache entry ``key``; when missing, ``make`` returns it and whether to keep it.
+        One thread makes an entry while others asking for it wait, so the reads of a scope's
+        first question and of :meth:`prepare` are never done twice."""
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        count = self.vectors.table(view).count_rows(where)
-        rows = None
-        if count <= limit:
-            rows = ViewRows.from_arrow(self.vectors.scan(view, columns, where))
+            pending = self._pending.get(key)
+            mine = pending is None
+            if mine:
+                pending = self._pending[key] = Future()
+        if not mine:
+            return pending.result()
+        try:
+            value, keep = make()
+            if keep:
+                self._keep(key, value)
+            pending.set_result(value)
+            return value
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                self._pending.pop(key, None)
+
+    def _count(self, view: str, where: str, version: int) -> int:
+        """Rows of ``view`` in scope (remembered per table version)."""
+        key = (view, where, version)
         with self._lock:
+            if key in self._counts:
+                return self._counts[key]
+        count = self.vectors.table(view).count_rows(where)
+        with self._lock:
+            _remember(self._counts, key, CACHED_SCOPES * 3, count)
+        return count
+
+    def _keep(self, key: tuple, rows: ViewRows | TextFacets | None) -> None:
+        """Cache ``rows``, forgetting the least recently asked entries past the bounds."""
+        with self._lock:
+            self._held -= _weight(self._cache.pop(key, None))
             self._cache[key] = rows
             self._held += _weight(rows)
             while len(self._cache) > 1 and (
                 len(self._cache) > CACHED_SCOPES * 3 or self._held > MAX_HELD_ROWS
             ):
                 self._held -= _weight(self._cache.popitem(last=False)[1])
-        return rows
+
+    def text_facets(self, where: str, scope_key: str) -> TextFacets | None:
+        """The facets of a scope too large for :meth:`rows` as :class:`TextFacets` (cached
+        per table version), or None past ``MAX_TEXT_FACET_ROWS`` rows or ``MAX_FACET_TEXTS``
+        distinct texts.
+
+        Each distinct text's vector is read from its first row, by the row ids of the scan;
+        should the table change in between (row ids hold for one version), what is read is
+        not what was scanned, nothing is kept and None is returned."""
+        version = self.vectors.version("facets")
+        key = ("facets", scope_key, where, version, TextFacets)
+        return self._once(key, lambda: self._read_text_facets(where, scope_key, version))
+
+    def facet_rows(self, where: str, scope_key: str, version: int | None = None) -> pa.Table | None:
+        """Every facet row of a scope too large for :meth:`rows`, without vectors but with
+        row ids (what :meth:`text_facets` is made from, read first: a question's vocabulary
+        is read from them while the rest is made), or None past ``MAX_TEXT_FACET_ROWS``."""
+        if version is None:
+            version = self.vectors.version("facets")
+
+        def read() -> tuple[pa.Table | None, bool]:
+            if self._count("facets", where, version) > MAX_TEXT_FACET_ROWS:
+                return None, True
+            return self.vectors.scan("facets", TEXT_FACET_COLUMNS, where, row_ids=True), True
+
+        return self._once(("facets", scope_key, where, version, pa.Table), read)
+
+    def _read_text_facets(
+        self, where: str, scope_key: str, version: int
+    ) -> tuple[TextFacets | None, bool]:
+        payload = self.facet_rows(where, scope_key, version)
+        if payload is None:
+            return None, True
+        texts = pc.binary_join_element_wise(payload["key"], payload["value"], ": ")
+        encoded = pc.dictionary_encode(texts).combine_chunks()
+        distinct = encoded.dictionary.to_pylist()
+        if len(distinct) > MAX_FACET_TEXTS:
+            return None, True
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        first = np.unique(codes, return_index=True)[1]  # each text's first row
+        row_ids = payload[ROW_ID].to_numpy(zero_copy_only=False)[first]
+        read = self.vectors.take("facets", row_ids.tolist(), ["key", "value", "vector"])
+        read_texts = pc.binary_join_element_wise(read["key"], read["value"], ": ").to_pylist()
+        if sorted(read_texts) != sorted(distinct):
+            # The table changed since the scan: LanceDB's search this time, and the rows
+            # read again next time.
+            with self._lock:
+                scanned = self._cache.pop(("facets", scope_key, where, version, pa.Table), None)
+                self._held -= _weight(scanned)
+            return None, False
+        position = {t: i for i, t in enumerate(distinct)}
+        vectors = np.empty((len(distinct), read.schema.field("vector").type.list_size), "f4")
+        vectors[[position[t] for t in read_texts]] = vector_matrix(read)
+        facets = TextFacets(
+            payload.drop_columns([ROW_ID]).combine_chunks(),
+            codes,
+            distinct,
+            payload["key"].take(pa.array(first)).to_pylist(),
+            payload["value"].take(pa.array(first)).to_pylist(),
+            vectors,
+            self.schema.rank,
+        )
+        facets.tiebreak  # noqa: B018 -- the nodes' order, made here rather than by a question
+        return facets, True
 
     def _rows_of_nodes(self, view: str, where: str, scope_key: str, nodes: list[str]) -> ViewRows:
         """The rows of ``nodes`` in scope, in the order a scan returns them (the table's).
@@ -345,7 +604,9 @@ class Retriever:
 
         Each node's facet set lists every facet of the micro-queries' ``keys`` first, then its
         other facets by relevance, :data:`MAX_FACETS_PER_NODE` of those at most."""
-        rows = self.rows("facets", where, scope_key)
+        rows: ViewRows | TextFacets | None = self.rows("facets", where, scope_key)
+        if rows is None:
+            rows = self.text_facets(where, scope_key)
         if rows is None:
             # Candidate nodes only: every row of each is read and scored on its full vector
             # below, so the index's own re-ranking (``refine``) is not needed. In the 30k-
@@ -362,19 +623,16 @@ class Retriever:
             rows = self._rows_of_nodes("facets", where, scope_key, candidates)
         if not len(rows):
             return []
-        cos = micro_vecs @ rows.vectors.T  # (|F_q|, rows); vectors are L2-normalized
+        cos = rows.cosines(micro_vecs)  # (|F_q|, rows)
         groups = rows.groups
         scores, best = node_scores(cos, groups, top_k)
-        relevance = cos.max(axis=0)
-        cols = rows.cols
-        level = [cols["level"][i] for i in groups.order[groups.ends - 1]]  # a node's last row
-        rank = self.schema.rank
+        if isinstance(rows, TextFacets):
+            level, tiebreak = rows.levels, rows.tiebreak
+        else:
+            level = [rows.cols["level"][i] for i in groups.order[groups.ends - 1]]
+            tiebreak = node_ranks(groups.nodes, level, self.schema.rank)
         # Ranked by score, then level, then id: the tiebreak is fixed per scope, the sort is
         # numpy's (stable, so equal keys keep the tiebreak's order).
-        tiebreak = np.empty(len(groups.nodes), dtype=np.int64)
-        tiebreak[
-            sorted(range(len(groups.nodes)), key=lambda j: (rank(level[j]), groups.nodes[j]))
-        ] = np.arange(len(groups.nodes))
         ranked = np.lexsort((tiebreak, -scores))
         top = ranked[:k_facet].tolist()
         wanted = [i for i, v in enumerate(valued) if v]
@@ -384,30 +642,55 @@ class Retriever:
             seen = set(top)
             more = [j for j in ranked[matched[ranked]].tolist() if j not in seen]
             top += more[: max(0, max_matches - len(top))]
-        out = []
-        for j in top:
-            n = groups.nodes[j]
-            items = [
-                ContextItem(
-                    "facet",
-                    n,
-                    cols["level"][i],
-                    float(relevance[i]),
-                    f"{cols['key'][i]}: {cols['value'][i]}",
-                    key=cols["key"][i],
-                    value=cols["value"][i],
-                    support=cols["support"][i],
-                    source_ids=tuple(cols["source_ids"][i]),
-                )
-                for i in groups.rows(j).tolist()
-            ]
-            items = sorted(items, key=lambda f: (-f.score, f.text))
-            asked = [f for f in items if f.key in keys]
-            items = asked + [f for f in items if f.key not in keys][:MAX_FACETS_PER_NODE]
-            scored = float(scores[j])
-            out.append(
-                NodeContext(n, level[j], n, scored, 1, tuple(items), tuple(best[:, j].tolist()))
+        # Each node's facets: those of the asked keys, then the others by relevance (ties by
+        # text), picked on the rows' cosines before their payload is read.
+        node_rows = [groups.rows(j) for j in top]
+        if not node_rows:
+            return []
+        idx = np.concatenate(node_rows)
+        owner = np.repeat(np.arange(len(top)), [len(r) for r in node_rows])
+        relevance = cos[:, idx].max(axis=0)
+        order = np.lexsort((rows.text_ranks(idx), -relevance, owner))  # node by node
+        asked = rows.asked(idx, set(keys))[order]
+        other = np.cumsum(~asked)  # a node's other facets counted from its first row on
+        first = np.searchsorted(owner[order], np.arange(len(top)))
+        before = np.concatenate([[0], other])[first][owner[order]]
+        keep = asked | (other - before <= MAX_FACETS_PER_NODE)
+        kept = order[keep]
+        # Asked first, each part in its order; rows stay node by node.
+        kept = kept[np.lexsort((np.arange(len(kept)), ~asked[keep], owner[kept]))]
+        cols = rows.facet_payload(idx[kept].tolist())
+        named = [groups.nodes[j] for j in top]
+        items = [
+            ContextItem(
+                "facet",
+                named[o],
+                level_,
+                score,
+                text,
+                key=key,
+                value=value,
+                support=support,
+                source_ids=tuple(sources),
             )
+            for score, o, level_, text, key, value, support, sources in zip(
+                relevance[kept].tolist(),
+                owner[kept].tolist(),
+                cols["level"],
+                cols["text"],
+                cols["key"],
+                cols["value"],
+                cols["support"],
+                cols["source_ids"],
+                strict=True,
+            )
+        ]
+        ends = np.cumsum(np.bincount(owner[kept], minlength=len(top))).tolist()
+        out = []
+        for o, (j, end) in enumerate(zip(top, ends, strict=True)):
+            facets = tuple(items[ends[o - 1] if o else 0 : end])
+            score, node_best = float(scores[j]), tuple(best[:, j].tolist())
+            out.append(NodeContext(named[o], level[j], named[o], score, 1, facets, node_best))
         return out
 
     # -- QA and summaries ----------------------------------------------------------------
@@ -431,16 +714,21 @@ class Retriever:
     def _top_of_held(
         self, view: str, held: ViewRows, qvec: np.ndarray, where: str, k: int
     ) -> tuple[ViewRows, np.ndarray]:
-        """The top ``k`` of a scope whose vectors are held (node ids and vectors only): exact
-        cosines in numpy, then the payload of those ``k`` nodes read from the store."""
+        """The top ``k`` of a scope whose vectors are held (node ids, vectors, row ids): exact
+        cosines in numpy, then the payload of those ``k`` rows read by row id (a few ms), or,
+        should the table have changed since (row ids hold for one version: other nodes come
+        back, or fewer), by node id in scope."""
         if not len(held):
             return held, np.zeros(0, dtype=np.float32)
         cos = held.vectors @ qvec
         order = np.lexsort((held.node_rank, -cos))[:k].tolist()
         nodes = [held.cols["node_id"][i] for i in order]
-        found = ViewRows.from_arrow(
-            self.vectors.scan(view, COLUMNS[view], f"{where} AND {node_filter(nodes)}")
-        )
+        row_ids = [held.cols[ROW_ID][i] for i in order]
+        found = ViewRows.from_arrow(self.vectors.take(view, row_ids, COLUMNS[view]))
+        if sorted(found.cols["node_id"]) != sorted(nodes):
+            found = ViewRows.from_arrow(
+                self.vectors.scan(view, COLUMNS[view], f"{where} AND {node_filter(nodes)}")
+            )
         row_of = {n: i for i, n in enumerate(found.cols["node_id"])}
         kept = [i for i, n in zip(order, nodes, strict=True) if n in row_of]  # if just erased
         return found.take([row_of[held.cols["node_id"][i]] for i in kept]), cos[kept]
@@ -491,11 +779,11 @@ class Retriever:
         where: str,
         scope_key: str,
         k: int,
-        by_words: list[str] | None = None,
+        by_words: list[str] | Future | None = None,
     ) -> list[ContextItem]:
         """Passages by hybrid search: dense (a passage's cosine plus half its context's) and
-        BM25 (``text_hits``, searched here unless given), fused by rank; both inside the
-        scope's subtree."""
+        BM25 (``text_hits``, searched here unless given, or waited for once the dense search
+        is done when given as a future), fused by rank; both inside the scope's subtree."""
         rows = self.rows("evidence", where, scope_key)
         if rows is None:
             rows = self._search_rows("evidence", qvec, where, EVIDENCE_CANDIDATES)
@@ -508,6 +796,8 @@ class Retriever:
         by_dense = [ids[i] for i in np.argsort(-dense, kind="stable")[:EVIDENCE_CANDIDATES]]
         if by_words is None:
             by_words = self.text_hits(question, where, scope_key)
+        elif isinstance(by_words, Future):
+            by_words = by_words.result()
         fused = rrf([by_dense, by_words])
         order = sorted(fused, key=lambda p: (-fused[p], p))
         row_of = rows.row_of

@@ -696,62 +696,188 @@ def test_facet_scores_through_a_vector_index_are_the_exact_scores(fresh_home, mo
 
     exact = {s: scores(mem.retriever, s) for s in scopes}
     monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)  # every scope goes to LanceDB
+    monkeypatch.setattr(query.retrieval, "MAX_FACET_TEXTS", 0)  # too many texts to hold
     mem = Memory(fresh_home, log_queries=False)
     for scope in scopes:
+        mem.retriever.prepare("facets", mem.resolve(scope).where, scope)
         assert scores(mem.retriever, scope) == exact[scope], scope
     assert all(exact.values())
+    held = [v for k, v in mem.retriever._cache.items() if k[-1] is query.retrieval.TextFacets]
+    assert held and not any(held)  # searched through the index, not held
 
 
-def test_summaries_of_a_scope_too_large_to_hold_are_the_held_ones(fresh_home, monkeypatch):
-    """A scope over ``MAX_CACHED_ROWS`` keeps only its summaries' vectors and reads the top
-    rows' payload: the same summaries, scores and order as a scope held whole."""
+def held_text_facets(mem):
+    """The :class:`TextFacets` a memory holds."""
+    import query.retrieval
+
+    cache = mem.retriever._cache
+    return [v for k, v in cache.items() if k[-1] is query.retrieval.TextFacets and v is not None]
+
+
+def facet_questions(mem):
+    """Micro-query sets for :meth:`Retriever.facets`: keys alone, and keys with values the
+    tree holds (so some nodes match every valued one)."""
+    facets = mem.vectors.scan("facets", ["key", "value"]).to_pylist()
+    values = sorted({(f["key"], f["value"]) for f in facets})
+    locations = [f"location: {v}" for k, v in values if k == "location"][:2]
+    skills = [f"skill: {v}" for k, v in values if k == "skill"][:2]
+    assert locations and skills
+    return [
+        (["location", "skill", "seniority"], [False, False, False]),
+        ([locations[0], "skill"], [True, False]),
+        ([locations[0], skills[0]], [True, True]),
+        ([locations[-1], skills[-1], "seniority"], [True, True, False]),
+    ]
+
+
+def facet_answers(mem, scope, micro_sets, top_k=1):
+    """What :meth:`Retriever.facets` finds for each micro-query set, its cosines to 6 places:
+    a text embedded in two batches may differ in the last bits of its vector."""
+
+    def rounded(node):
+        facets = [(f.text, round(f.score, 6), f.support, f.source_ids) for f in node.facets]
+        return (node.node_id, round(node.score, 6), [round(b, 6) for b in node.best], facets)
+
+    out = []
+    for texts, valued in micro_sets:
+        keys = [t.split(":")[0] for t in texts]
+        nodes = mem.retriever.facets(
+            mem.embedder.embed(texts),
+            mem.resolve(scope).where,
+            scope,
+            1,
+            top_k,
+            valued=valued,
+            match_cosine=0.9,
+            keys=keys,
+        )
+        out.append([rounded(n) for n in nodes])
+    return out
+
+
+@pytest.mark.parametrize("top_k", [1, 2])
+def test_facets_of_a_scope_held_as_distinct_texts_are_those_of_a_scope_held_whole(
+    built_home, monkeypatch, top_k
+):
+    """A scope too large to hold with a vector per row keeps its facets' payload and one
+    vector per distinct ``key: value`` text (what a facet embeds): every node of the scope is
+    scored exactly, so the nodes, scores, matches and facet lists are those of a scope held
+    whole, and so is the vocabulary a question is parsed with."""
     import query.retrieval
     from query import Memory
 
-    mem = Memory(fresh_home, log_queries=False)
+    mem = Memory(built_home, log_queries=False)
+    micro_sets = facet_questions(mem)
     scopes = [n for n, entry in mem.catalog().items() if entry[0] != "project"]
-    questions = ["Where are the jobs usually located?", "Which skills come up most?"]
-    qvecs = mem.embedder.embed(questions)
-    held = {
-        (s, q): mem.retriever.summaries(v, mem.resolve(s).where, s, 5)
-        for s in scopes
-        for q, v in zip(questions, qvecs, strict=True)
-    }
+    whole = {s: facet_answers(mem, s, micro_sets, top_k) for s in scopes}
+    vocab = {s: mem._vocabulary(mem.resolve(s), mem.resolve(s).where).values for s in scopes}
+
     monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
-    mem = Memory(fresh_home, log_queries=False)
-    for (s, q), expected in held.items():
-        v = qvecs[questions.index(q)]
-        got = mem.retriever.summaries(v, mem.resolve(s).where, s, 5)
-        assert [(i.node_id, i.text, round(i.score, 6)) for i in got] == [
-            (i.node_id, i.text, round(i.score, 6)) for i in expected
-        ], (s, q)
-    assert any(k[-1] == query.retrieval.VECTORS_ONLY for k in mem.retriever._cache)
+    mem = Memory(built_home, log_queries=False)
+    for scope in scopes:
+        mem.retriever.prepare("facets", mem.resolve(scope).where, scope)
+        assert facet_answers(mem, scope, micro_sets, top_k) == whole[scope], scope
+        assert mem._vocabulary(mem.resolve(scope), mem.resolve(scope).where).values == vocab[scope]
+    held = [v for k, v in mem.retriever._cache.items() if k[-1] is query.retrieval.TextFacets]
+    assert len(held) == len(scopes) and all(held)
+    assert all(len(h.texts) < len(h) for h in held)  # texts recur: fewer vectors than rows
+    assert any(n[3] for answers in whole.values() for nodes in answers for n in nodes)
+    assert any(len(nodes) > 1 for answers in whole.values() for nodes in answers)  # matches
 
 
-def test_evidence_of_a_scope_too_large_to_hold_is_the_top_of_the_fused_ranking(
+def erase_before_reading_by_row_id(monkeypatch, home, view, where, erased):
+    """Make :meth:`VectorStore.take` of ``view`` first erase (as another process would) the
+    node of the first row asked for and compact the table (every row gets a new id): the row
+    ids were named by a scan of the version before. The erased node goes to ``erased``."""
+    from hltm_resources.stores.vectors import VectorStore
+
+    take = VectorStore.take
+
+    def erase_then_take(store, name, row_ids, columns):
+        if name == view and not erased:
+            rows = store.scan(name, ["node_id"], where, row_ids=True).to_pylist()
+            erased.append(next(r["node_id"] for r in rows if r["_rowid"] == row_ids[0]))
+            writer = VectorStore(home.lancedb_path, None, None)
+            writer.delete_nodes(erased)
+            writer.table(view).optimize()
+        return take(store, name, row_ids, columns)
+
+    monkeypatch.setattr(VectorStore, "take", erase_then_take)
+
+
+def test_facets_are_searched_in_lancedb_when_the_table_changes_while_they_are_read(
     fresh_home, monkeypatch
 ):
-    """In a scope searched in LanceDB, passages found by words alone are read only when they
-    reach the top k; the result is still the top k of the fused ranking of both searches."""
-    import numpy as np
-
+    """Row ids hold for one version of a table: when a node is erased between the scan of a
+    scope's facets and the read of their texts' vectors by row id, nothing is kept and the
+    facets are searched in LanceDB; they are those a process started after the erasure finds
+    (and holds)."""
     import query.retrieval
     from query import Memory
-    from query.retrieval import EVIDENCE_CANDIDATES, rrf
 
     monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
     mem = Memory(fresh_home, log_queries=False)
-    r = mem.retriever
-    for scope in [n for n, entry in mem.catalog().items() if entry[0] != "project"]:
-        where = mem.resolve(scope).where
-        for question in ("Where are the jobs located?", "Why was the candidate rejected?"):
-            qvec = mem.embedder.embed([question])[0]
-            by_words = r.text_hits(question, where, scope)
-            dense = r._search_rows("evidence", qvec, where, EVIDENCE_CANDIDATES)
-            cos = dense.vectors @ qvec + query.retrieval.CONTEXT_BOOST * (dense.context @ qvec)
-            by_dense = [dense.cols["passage_id"][i] for i in np.argsort(-cos, kind="stable")]
-            fused = rrf([by_dense[:EVIDENCE_CANDIDATES], by_words])
-            expected = sorted(fused, key=lambda p: (-fused[p], p))[:8]
-            got = r.evidence(qvec, question, where, scope, 8, by_words)
-            assert [i.score for i in got] == [fused[p] for p in expected], (scope, question)
-            assert len({i.text for i in got}) == len(got)
+    micro_sets = facet_questions(mem)
+    scope = next(n for n, entry in mem.catalog().items() if entry[0] == "account")
+    erased: list[str] = []
+    erase_before_reading_by_row_id(
+        monkeypatch, fresh_home, "facets", mem.resolve(scope).where, erased
+    )
+
+    mem.retriever.prepare("facets", mem.resolve(scope).where, scope)
+    assert erased
+    assert not [k for k in mem.retriever._cache if k[-1] is query.retrieval.TextFacets]
+    raced = facet_answers(mem, scope, micro_sets)
+    assert erased[0] not in {n[0] for nodes in raced for n in nodes}
+    after = Memory(fresh_home, log_queries=False)  # started after: holds them
+    after.retriever.prepare("facets", mem.resolve(scope).where, scope)
+    assert held_text_facets(after)
+    assert raced == facet_answers(after, scope, micro_sets)
+
+
+def test_summaries_are_read_by_node_id_when_the_table_changes_while_they_are_read(
+    fresh_home, monkeypatch
+):
+    """The top summaries of a scope whose vectors are held are read by row id; a node erased
+    since the scan that named those rows is not served, and the others are read by node id."""
+    import query.retrieval
+    from query import Memory
+
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
+    mem = Memory(fresh_home, log_queries=False)
+    scope = next(n for n, entry in mem.catalog().items() if entry[0] == "account")
+    where = mem.resolve(scope).where
+    qvec = mem.embedder.embed(["Where are the jobs usually located?"])[0]
+    before = [i.node_id for i in mem.retriever.summaries(qvec, where, scope, 5)]
+    mem = Memory(fresh_home, log_queries=False)
+    mem.retriever._cached("summaries", where, scope, 10**6, query.retrieval.VECTORS_ONLY)
+    erased: list[str] = []
+    erase_before_reading_by_row_id(monkeypatch, fresh_home, "summaries", where, erased)
+
+    raced = [i.node_id for i in mem.retriever.summaries(qvec, where, scope, 5)]
+    assert erased == before[:1]
+    assert raced == [n for n in before if n not in erased][: len(raced)]
+    assert raced and erased[0] not in raced
+
+
+def test_the_first_question_in_a_scope_too_large_to_hold_scores_its_facets_exactly(
+    built_home, monkeypatch
+):
+    """The first question in a scope too large to hold reads its facets as
+    :class:`TextFacets` (alongside its other views) and scores them as a scope held whole."""
+    import query.retrieval
+    from query import Memory
+
+    question = "Which projects are in Amsterdam and need Python?"
+    held = Memory(built_home, log_queries=False)
+    scope = next(n for n, e in held.catalog().items() if e[0] == "account")
+    whole = held.retrieve(question, scope=scope).context
+
+    monkeypatch.setattr(query.retrieval, "MAX_CACHED_ROWS", 0)
+    mem = Memory(built_home, log_queries=False)
+    first = mem.retrieve(question, scope=scope).context
+    assert held_text_facets(mem)
+    assert [(n.node_id, round(n.score, 6)) for n in first.facets] == [
+        (n.node_id, round(n.score, 6)) for n in whole.facets
+    ]
+    assert first.parsed == whole.parsed

@@ -359,6 +359,8 @@ def _edit_leaves(snapshot: Path, target: Path, share: float, seed: int) -> list[
     return chosen
 
 
+#: Asked in every scope: preferences across the scope, then questions naming values the
+#: generated tree holds, which list every matching project (up to ``MAX_MATCHED_NODES``).
 SCALE_QUESTIONS = (
     "Which locations does this team usually hire for?",
     "What skills come up most often in these roles?",
@@ -366,13 +368,22 @@ SCALE_QUESTIONS = (
     "Are these jobs mostly remote, hybrid or on-site?",
     "What seniority are most of the openings?",
     "Which job titles does this team recruit for most?",
+    "Which projects are based in Singapore?",
+    "Which roles need Kubernetes?",
+    "How many of the openings are remote?",
+    "Who are the hiring managers for the senior roles?",
+    "Why were candidates for the Toronto roles rejected?",
+    "Which data engineering roles are hybrid?",
 )
 
 
-def scale_queries(home: str, embedder: str = "local", seats: int = 20, seed: int = 3) -> dict:
+def scale_queries(
+    home: str, embedder: str = "local", seats: int = 20, seed: int = 3, account_rounds: int = 3
+) -> dict:
     """Retrieval latency at scale, in this (fresh) process, after :meth:`Memory.warm_up`
-    (timed on its own): ``seats`` random seat scopes and the largest account; each question
-    once per scope (the first is a scope's first)."""
+    (timed on its own): ``seats`` random seat scopes, each question once (the first is the
+    scope's first), then the largest account, its questions asked ``account_rounds`` times
+    over (one scope: enough questions for a median that holds)."""
     import random
 
     from hltm_resources.stores import database
@@ -403,13 +414,14 @@ def scale_queries(home: str, embedder: str = "local", seats: int = 20, seed: int
     mem = Memory(settings, log_queries=False).warm_up()
     out: dict = {"warm_up_ms": round((time.perf_counter() - t0) * 1e3)}
     first_scope, later = {"seat": [], "account": []}, {"seat": [], "account": []}
-    for kind, scope_list in (("seat", scopes), ("account", [f"{account_level}:{biggest[0]}"])):
-        for scope in scope_list:
+    account = [f"{account_level}:{biggest[0]}"] * account_rounds
+    for kind, scope_list in (("seat", scopes), ("account", account)):
+        for n, scope in enumerate(scope_list):
             for i, question in enumerate(SCALE_QUESTIONS):
                 t1 = time.perf_counter()
                 mem.retrieve(question, scope=scope)
                 ms = (time.perf_counter() - t1) * 1000
-                (later if i else first_scope)[kind].append(ms)
+                (later if i or (kind == "account" and n) else first_scope)[kind].append(ms)
     for kind in ("seat", "account"):
         out[f"{kind}_scope"] = {
             "p50_ms": round(percentile(later[kind], 50), 1),

@@ -369,12 +369,24 @@ class VectorStore:
         for start in range(0, len(ids), _DELETE_CHUNK):
             tbl.delete(node_filter(ids[start : start + _DELETE_CHUNK]))
 
-    def scan(self, name: str, columns: Sequence[str], where: str | None = None) -> pa.Table:
-        """Rows of a table (no vector search), optionally filtered inside the query."""
+    def scan(
+        self, name: str, columns: Sequence[str], where: str | None = None, row_ids: bool = False
+    ) -> pa.Table:
+        """Rows of a table (no vector search), optionally filtered inside the query;
+        ``row_ids``: with each row's ``_rowid`` (for :meth:`take`)."""
         query = self.db.open_table(name).search().select(list(columns))
         if where:
             query = query.where(where)
+        if row_ids:
+            query = query.with_row_id(True)
         return query.limit(None).to_arrow()  # a plain search without a limit: every row
+
+    def take(self, name: str, row_ids: Sequence[int], columns: Sequence[str]) -> pa.Table:
+        """The rows of ``row_ids`` from a :meth:`scan` (in no set order), read from the
+        table's newest version as a scan is. Row ids hold for one version only: a row deleted
+        since is not returned, and a caller checks what it gets."""
+        ids = sorted(int(i) for i in row_ids)  # in storage order: read faster
+        return self.db.open_table(name).take_row_ids(ids).select(list(columns)).to_arrow()
 
     def node_ids(self, name: str) -> set[str]:
         if not self.exists(name):
