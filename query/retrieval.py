@@ -511,14 +511,17 @@ class Retriever:
     def facet_rows(self, where: str, scope_key: str, version: int | None = None) -> pa.Table | None:
         """Every facet row of a scope too large for :meth:`rows`, without vectors but with
         row ids (what :meth:`text_facets` is made from, read first: a question's vocabulary
-        is read from them while the rest is made), or None past ``MAX_TEXT_FACET_ROWS``."""
+        is read from them while the rest is made), or None past ``MAX_TEXT_FACET_ROWS``.
+        Cached on its own, and counted against ``MAX_HELD_ROWS`` both here and in the
+        :class:`TextFacets` that shares its buffers."""
         if version is None:
             version = self.vectors.version("facets")
 
         def read() -> tuple[pa.Table | None, bool]:
             if self._count("facets", where, version) > MAX_TEXT_FACET_ROWS:
                 return None, True
-            return self.vectors.scan("facets", TEXT_FACET_COLUMNS, where, row_ids=True), True
+            scan = self.vectors.scan("facets", TEXT_FACET_COLUMNS, where, row_ids=True)
+            return scan.combine_chunks(), True
 
         return self._once(("facets", scope_key, where, version, pa.Table), read)
 
@@ -549,7 +552,7 @@ class Retriever:
         vectors = np.empty((len(distinct), read.schema.field("vector").type.list_size), "f4")
         vectors[[position[t] for t in read_texts]] = vector_matrix(read)
         facets = TextFacets(
-            payload.drop_columns([ROW_ID]).combine_chunks(),
+            payload.drop_columns([ROW_ID]),  # the same buffers as the rows read
             codes,
             distinct,
             payload["key"].take(pa.array(first)).to_pylist(),
