@@ -2,8 +2,10 @@
 
 Every store read carries the scope's subtree filter inside the LanceDB query (a prefilter), so
 nothing outside the scope is ever a candidate. A scope's rows (with vectors) are fetched once
-per table version and reused: later questions in the same scope are pure numpy. Scopes larger
-than ``MAX_CACHED_ROWS`` per view are searched in LanceDB every time instead.
+per table version and reused: later questions in the same scope are pure numpy. A scope with
+more than ``MAX_CACHED_ROWS`` rows in a view keeps less: its facet rows without vectors and
+one vector per distinct text (:class:`TextFacets`, still scored exactly), its summaries'
+vectors; its QA pairs and passages are searched in LanceDB every time.
 
 Scores:
 
@@ -400,7 +402,7 @@ class Retriever:
     def __init__(self, vectors: VectorStore, schema: TreeSchema):
         self.vectors = vectors
         self.schema = schema
-        self._cache: OrderedDict[tuple, ViewRows | None] = OrderedDict()
+        self._cache: OrderedDict[tuple, ViewRows | TextFacets | pa.Table | None] = OrderedDict()
         self._held = 0  # vectors the cache holds (see MAX_HELD_ROWS)
         self._asked: dict[tuple, None] = {}  # large scopes searched once (see _rows_of_nodes)
         self._counts: dict[tuple, int] = {}  # rows per (view, filter, version)

@@ -778,8 +778,8 @@ def test_facets_of_a_scope_held_as_distinct_texts_are_those_of_a_scope_held_whol
         mem.retriever.prepare("facets", mem.resolve(scope).where, scope)
         assert facet_answers(mem, scope, micro_sets, top_k) == whole[scope], scope
         assert mem._vocabulary(mem.resolve(scope), mem.resolve(scope).where).values == vocab[scope]
-    held = [v for k, v in mem.retriever._cache.items() if k[-1] is query.retrieval.TextFacets]
-    assert len(held) == len(scopes) and all(held)
+    held = held_text_facets(mem)
+    assert len(held) == len(scopes)
     assert all(len(h.texts) < len(h) for h in held)  # texts recur: fewer vectors than rows
     assert any(n[3] for answers in whole.values() for nodes in answers for n in nodes)
     assert any(len(nodes) > 1 for answers in whole.values() for nodes in answers)  # matches
