@@ -498,6 +498,11 @@ class Retriever:
             ):
                 self._held -= _weight(self._cache.popitem(last=False)[1])
 
+    def _drop(self, key: tuple) -> None:
+        """Forget the cache entry ``key`` (if any)."""
+        with self._lock:
+            self._held -= _weight(self._cache.pop(key, None))
+
     def text_facets(self, where: str, scope_key: str) -> TextFacets | None:
         """The facets of a scope too large for :meth:`rows` as :class:`TextFacets` (cached
         per table version), or None past ``MAX_TEXT_FACET_ROWS`` rows or ``MAX_FACET_TEXTS``
@@ -536,7 +541,8 @@ class Retriever:
         texts = pc.binary_join_element_wise(payload["key"], payload["value"], ": ")
         encoded = pc.dictionary_encode(texts).combine_chunks()
         distinct = encoded.dictionary.to_pylist()
-        if len(distinct) > MAX_FACET_TEXTS:
+        if len(distinct) > MAX_FACET_TEXTS:  # the candidate search: its rows not needed
+            self._drop(("facets", scope_key, where, version, pa.Table))
             return None, True
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         first = np.unique(codes, return_index=True)[1]  # each text's first row
@@ -546,9 +552,7 @@ class Retriever:
         if sorted(read_texts) != sorted(distinct):
             # The table changed since the scan: LanceDB's search this time, and the rows
             # read again next time.
-            with self._lock:
-                scanned = self._cache.pop(("facets", scope_key, where, version, pa.Table), None)
-                self._held -= _weight(scanned)
+            self._drop(("facets", scope_key, where, version, pa.Table))
             return None, False
         position = {t: i for i, t in enumerate(distinct)}
         vectors = np.empty((len(distinct), read.schema.field("vector").type.list_size), "f4")
@@ -616,7 +620,8 @@ class Retriever:
             # Candidate nodes only: every row of each is read and scored on its full vector
             # below, so the index's own re-ranking (``refine``) is not needed. In the 30k-
             # project account at 100k leaves it cost 16-30 ms a question; with it and without
-            # it, 12 questions' top 25 nodes had the scores of exact scoring (BENCHMARKS.md).
+            # it, 12 questions' top 25 nodes had the scores of exact scoring (measured at
+            # commit 43fb501, before such scopes were held as TextFacets).
             hits = self.vectors.search_many(
                 "facets", micro_vecs, where, CANDIDATE_LIMIT, ["node_id"], refine=None
             )

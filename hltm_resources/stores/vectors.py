@@ -62,7 +62,8 @@ TIDY_SMALL_FRAGMENTS = 48
 #: IVF partitions searched per query at least; more, up to ``ANN_MAX_NPROBES``, when the
 #: filter leaves too few rows in them. Without a bound (``maximum_nprobes(0)``) LanceDB
 #: searched all of them for some questions in an account of 30k projects: 220 of 296
-#: partitions, twice the time, and the same share of the true top 400 (BENCHMARKS.md).
+#: partitions, twice the time, and the same share of the true top 400 (measured at 100k
+#: at commit a679cfa).
 #: Only scopes too large to hold are searched here, so 80 partitions fill any limit.
 ANN_NPROBES = 20
 ANN_MAX_NPROBES = 80
