@@ -6,7 +6,8 @@ run and reports what was built. One run may carry many partitions (a partition r
 Dagster's per-run overhead is paid once per batch, not once per node. ``hltm index`` runs a
 parent's whole range of children to rebuild a few of them (Dagster runs no scattered set of
 partitions); its runs carry :data:`ONLY_CHANGED_TAG`, and the others in the range, whose
-memory is current, are left as they are and counted as ``nodes_unchanged``.
+memory is current, are left as they are and recorded with ``status: unchanged``. Each partition
+carries its own metadata (its node, what it holds) next to the batch's (``batch``).
 """
 
 import contextlib
@@ -17,6 +18,7 @@ import dagster as dg
 from hltm_assets import progress
 from hltm_assets.partitions import TreePartitions
 from hltm_resources.build.indexer import BuildReport, Indexer
+from hltm_resources.ids import node_id
 from hltm_resources.stores.lock import home_lock
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
@@ -48,12 +50,17 @@ def _progress(context: dg.AssetExecutionContext, level: str, total: int) -> Iter
     yield tick
 
 
-def _result(report: BuildReport, indexer: Indexer) -> dg.MaterializeResult:
+def _result(
+    context: dg.AssetExecutionContext, report: BuildReport, indexer: Indexer, level: str
+) -> dg.MaterializeResult:
+    """The batch's metadata on every partition of the run, and each partition's own."""
+    own = report.node_metadata()
+    for key in context.partition_keys:
+        node = own.get(node_id(level, key))
+        if node is not None:
+            context.add_asset_metadata(node, partition_key=key)
     meta = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
-    if len(report.per_node) == 1 and not report.unchanged:
-        meta["node_id"] = report.per_node[0]["node_id"]
-    elif report.per_node and len(report.per_node) <= 50:
-        meta["per_node"] = dg.MetadataValue.json(report.per_node)
+    meta["batch"] = dg.MetadataValue.json(meta["batch"])
     return dg.MaterializeResult(metadata=meta)
 
 
@@ -85,7 +92,7 @@ def build_level(
         report = hltm.build(
             level, keys, progress=tick, expected_children=children, only_changed=only_changed
         )
-    return _result(report, hltm)
+    return _result(context, report, hltm, level)
 
 
 def level_asset(

@@ -141,10 +141,10 @@ def _run(
     events = run.get_asset_materialization_events()
     if not events:
         return 0
-    meta = events[0].materialization.metadata  # the batch's, the same on every key
+    batch = events[0].materialization.metadata["batch"].value  # the same on every key
     for phase in result.phases:
-        result.phases[phase] += float(meta[f"{phase}_seconds"].value)
-    return int(meta["nodes_built"].value)
+        result.phases[phase] += float(batch[f"{phase}_seconds"])
+    return int(batch["nodes_built"])
 
 
 def _materialize_level(

@@ -71,6 +71,31 @@ def fresh_home(tmp_path, snapshot_dir):
     return settings
 
 
+def test_each_partition_of_a_range_run_carries_its_own_metadata(fresh_home, world):
+    """A run of many partitions records each one's own node and counts; the batch's totals
+    are its ``batch`` entry."""
+    run_index(fresh_home)
+    documents = {}
+    for d in world.documents:
+        documents[d["project_id"]] = documents.get(d["project_id"], 0) + 1
+    with dagster_instance(fresh_home) as instance:
+        records = instance.fetch_materializations(
+            dg.AssetKey("project_memory"), limit=10_000
+        ).records
+    assert len(records) == len(world.projects)
+    runs = {r.run_id for r in records}
+    assert len(runs) == 1  # one range run built them all
+    for record in records:
+        meta = record.asset_materialization.metadata
+        key = record.partition_key
+        assert meta["node_id"].value == f"project:{key}"
+        assert meta["status"].value == "built"
+        assert meta["source_documents"].value == documents[key]
+        assert meta["batch"].value["nodes_built"] == len(world.projects)
+        assert meta["batch"].value["source_documents"] == len(world.documents)
+    assert len({r.asset_materialization.metadata["facets"].value for r in records}) > 1
+
+
 def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     loaded = build_definitions(fresh_home)
     resource = HLTMResource.from_settings(fresh_home)
@@ -88,8 +113,9 @@ def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     )
     assert leaf.success
     meta = leaf.get_asset_materialization_events()[0].materialization.metadata
-    assert meta["nodes_built"].value == 1
+    assert meta["batch"].value["nodes_built"] == 1
     assert meta["node_id"].value == f"project:{project['project_id']}"
+    assert meta["status"].value == "built"
     assert meta["facets"].value > 0 and meta["qa_pairs"].value > 0
     assert meta["engine"].value == EXTRACTIVE_VERSION
     assert meta["embed_model"].value == MINILM_TOKENWISE_MODEL_ID

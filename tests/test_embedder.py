@@ -88,3 +88,14 @@ def test_the_rewrite_quantizes_per_token(monkeypatch, tmp_path):
     ops = {node.op_type for node in onnx.load(str(path)).graph.node}
     assert "DynamicQuantizeLinear" not in ops and "MatMulInteger" not in ops
     assert {"QuantizeLinear", "MatMulIntegerToFloat"} <= ops
+
+
+@pytest.mark.parametrize("name", sorted(LOCAL_EMBEDDERS))
+def test_sessions_side_by_side_give_the_same_vectors(name):
+    """A build runs batches on one session per core; every vector equals one session's."""
+    texts = [f"skill {i}: " + "distributed systems " * (i % 9) for i in range(300)]
+    one = LOCAL_EMBEDDERS[name]()
+    two = LOCAL_EMBEDDERS[name](sessions=2)
+    vecs = two.embed(texts)
+    assert two.calls > 2 and two._pool is not None  # many batches, run side by side
+    assert np.array_equal(vecs, one.embed(texts))

@@ -64,3 +64,19 @@ def test_a_batch_holds_the_same_rows_as_events_stored_one_by_one(loaded, snapsho
         stock.dispose()
     load_snapshot(fresh_home, snapshot_dir)  # nothing changed: nothing more recorded
     assert run_index(fresh_home).runs == 0
+
+
+def test_the_asset_row_holds_the_last_event_of_a_batch(loaded):
+    """A batch writes each asset's row (its latest materialization and run) once, from the
+    batch's last event: what storing every event one by one leaves there."""
+    fresh_home = loaded
+    run_index(fresh_home)
+    with open_instance(fresh_home) as instance:
+        for asset in ("project_memory", "seat_memory"):
+            key = dg.AssetKey(asset)
+            newest = instance.fetch_materializations(key, limit=1, ascending=False).records[0]
+            (row,) = instance.get_asset_records([key])
+            kept = row.asset_entry.last_materialization_record
+            assert kept is not None and kept.storage_id == newest.storage_id
+            assert kept.partition_key == newest.partition_key
+            assert row.asset_entry.last_run_id == newest.run_id

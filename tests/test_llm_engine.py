@@ -104,8 +104,9 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     with dagster_instance(settings) as instance:
         event = instance.fetch_materializations(dg.AssetKey("project_memory"), limit=1).records[0]
         meta = event.asset_materialization.metadata
-    assert meta["llm_calls"].value + meta["cache_hits"].value >= 8
-    assert meta["llm_calls"].value > 0 and meta["prompt_tokens"].value > 0
+    batch = meta["batch"].value
+    assert batch["llm_calls"] + batch["cache_hits"] >= 8
+    assert batch["llm_calls"] > 0 and batch["prompt_tokens"] > 0
     assert meta["engine"].value == engine
 
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.

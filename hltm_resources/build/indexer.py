@@ -104,23 +104,32 @@ class BuildReport:
     per_node: list[dict] = field(default_factory=list)
 
     def metadata(self, engine_id: str, embed_model: str) -> dict:
-        meta = {
+        """Which engine and model built the batch, and what the batch as a whole did
+        (``batch``: every partition of a run carries it, so it is one entry)."""
+        batch = {
             "nodes_built": len(self.nodes),
             "nodes_unchanged": len(self.unchanged),
             "facets": self.facets,
             "qa_pairs": self.qa,
-            "summaries": self.summaries,
             "evidence_passages": self.passages,
             "source_documents": self.documents,
-            "engine": engine_id,
-            "embed_model": embed_model,
             "engine_seconds": round(self.engine_s, 3),
             "embed_seconds": round(self.embed_s, 3),
             "write_seconds": round(self.write_s, 3),
             "embedded_texts": self.embedded_texts,
         }
-        meta.update({k: v for k, v in self.usage.items() if v is not None})
-        return meta
+        batch.update({k: v for k, v in self.usage.items() if v is not None})
+        return {"engine": engine_id, "embed_model": embed_model, "batch": batch}
+
+    def node_metadata(self) -> dict[str, dict]:
+        """Each node's own part, by node id: what it holds for a node built now, and
+        ``status: unchanged`` for a node whose stored memory was current."""
+        own = {n: {"node_id": n, "status": "unchanged"} for n in self.unchanged}
+        for entry in self.per_node:
+            own[entry["node_id"]] = {"node_id": entry["node_id"], "status": "built"} | {
+                k: v for k, v in entry.items() if k != "node_id"
+            }
+        return own
 
 
 class Indexer:
@@ -425,8 +434,9 @@ class Indexer:
                 {
                     "node_id": node.node_id,
                     "facets": len(memory.facets),
-                    "qa": len(memory.qa),
-                    "documents": n_docs,
+                    "qa_pairs": len(memory.qa),
+                    "evidence_passages": len(memory.evidence),
+                    "source_documents": n_docs,
                 }
             )
         return failures

@@ -12,6 +12,7 @@ from hltm_resources.embedding.minilm import (
     MINILM_TOKENWISE_MODEL_ID,
     MiniLMEmbedder,
     MiniLMTokenwiseEmbedder,
+    build_sessions,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ LOCAL_EMBEDDERS: dict[str, type[MiniLMEmbedder]] = {
 
 @lru_cache(maxsize=4)
 def _shared_minilm(name: str, serving: bool) -> MiniLMEmbedder:
-    return LOCAL_EMBEDDERS[name](spinning=not serving)
+    if serving:  # a question's few texts: one session, on every core
+        return LOCAL_EMBEDDERS[name](spinning=False)
+    return LOCAL_EMBEDDERS[name](sessions=build_sessions())
 
 
 def setting_for_model(model_id: str) -> str:
@@ -55,7 +58,8 @@ def setting_for_model(model_id: str) -> str:
 
 def make_embedder(settings: Settings, serving: bool = False) -> Embedder:
     """The embedder the settings ask for; the offline ones are shared within a process, one
-    for building and one for ``serving`` questions (see :class:`MiniLMEmbedder`)."""
+    for building (a session per core) and one for ``serving`` questions (see
+    :class:`MiniLMEmbedder`)."""
     if settings.embedder in LOCAL_EMBEDDERS:
         return _shared_minilm(settings.embedder, serving)
     from hltm_resources.embedding.openai_embedder import OpenAIEmbedder

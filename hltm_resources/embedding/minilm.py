@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,19 @@ MINILM_MAX_TOKENS = 256
 #: fixed batches of 64 sorted by characters 30 % slower, 2048 and more slower again.
 TOKEN_BUDGET = 512
 MAX_BATCH_ROWS = 64
+#: Most model sessions a build embeds with side by side (one per core, see
+#: :func:`build_sessions`); each holds its own copy of the model's working memory.
+MAX_SESSIONS = 4
+
+
+def build_sessions() -> int:
+    """Model sessions for a build: one per core this process may use, at most
+    :data:`MAX_SESSIONS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_SESSIONS, cores))
 
 
 def _sha256(path: Path) -> str:
@@ -72,16 +87,27 @@ class MiniLMEmbedder(Embedder):
     model_id = MINILM_MODEL_ID
     dim = MINILM_DIM
 
-    def __init__(self, threads: int | None = None, spinning: bool = True) -> None:
-        """``spinning=False`` for a serving process: onnxruntime's threads then sleep as soon
+    def __init__(
+        self, threads: int | None = None, spinning: bool = True, sessions: int = 1
+    ) -> None:
+        """``sessions`` > 1 (a build, :func:`build_sessions`): that many model sessions of one
+        thread each run batches side by side. One session spreading each call over two
+        threads syncs them at every operator, and these batches are small: on 2 cores, two
+        one-thread sessions gave 1.11-1.15x its texts/s in the same process (BENCHMARKS.md),
+        with bit-identical vectors. ``sessions=1`` runs one session on ``threads`` threads
+        (onnxruntime's default: one per core).
+
+        ``spinning=False`` for a serving process: onnxruntime's threads then sleep as soon
         as a model call ends instead of spinning for the next one. A build embeds batch after
         batch and gains from spinning (about 13 % more texts/s); a question embeds a few texts
         and then searches, and spinning threads took about 30 ms of CPU from each question's
         searches in an account of 30k projects (p50 166 -> 152 ms on 2 cores)."""
         super().__init__()
-        self._threads = threads
+        self._threads = 1 if sessions > 1 else threads
         self._spinning = spinning
-        self._session = None
+        self._sessions = max(1, sessions)
+        self._free: queue.SimpleQueue | None = None  # sessions not running a batch
+        self._pool: ThreadPoolExecutor | None = None
         self._tokenizer = None
         self._lock = threading.Lock()
 
@@ -107,10 +133,14 @@ class MiniLMEmbedder(Embedder):
             options.intra_op_num_threads = self._threads
         if not self._spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(model), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        free: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(self._sessions):
+            session = ort.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            free.put(session)
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._free = free
         self._tokenizer = tokenizer
 
     def _model_file(self) -> Path:
@@ -123,29 +153,31 @@ class MiniLMEmbedder(Embedder):
         All texts are tokenized first (the tokenizer runs in parallel), then sorted by token
         count and cut into batches of at most :data:`TOKEN_BUDGET` padded tokens: the model
         then computes almost no padding. The vectors are the same as text-by-text (the
-        attention mask keeps padding out of every text's result).
+        attention mask keeps padding out of every text's result), and the same whichever
+        session runs a batch.
         """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
         encodings = self._encode(unique)
         lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(lengths, kind="stable")
+        batches = list(_batches(lengths, batch_size))
         out = np.empty((len(unique), self.dim), dtype=np.float32)
-        start = 0
-        while start < len(order):
-            stop = start + 1  # lengths only grow along ``order``: the last row sets the padding
-            while (
-                stop < len(order)
-                and stop - start < batch_size
-                and (stop - start + 1) * lengths[order[stop]] <= TOKEN_BUDGET
-            ):
-                stop += 1
-            rows = order[start:stop]
-            out[rows] = self._run([encodings[i].ids for i in rows])
+
+        def run(rows: np.ndarray) -> np.ndarray:
+            return self._run([encodings[i].ids for i in rows])
+
+        if self._sessions > 1 and len(batches) > 1:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._sessions, thread_name_prefix="hltm-embed")
+            results: Iterator[np.ndarray] = self._pool.map(run, batches)
+        else:
+            results = map(run, batches)
+        for rows, vectors in zip(batches, results, strict=True):
+            out[rows] = vectors
             self.calls += 1
             self.texts += len(rows)
-            start = stop
         index = {t: i for i, t in enumerate(unique)}
         return out[[index[t] for t in texts]]
 
@@ -155,9 +187,9 @@ class MiniLMEmbedder(Embedder):
     def _encode(self, texts: list[str]) -> list:
         """Token ids of ``texts`` (unpadded), loading the model on first use."""
         with self._lock:
-            if self._session is None:
+            if self._free is None:
                 self._load()
-            return self._tokenizer.encode_batch(texts)  # type: ignore[union-attr]
+        return self._tokenizer.encode_batch(texts)  # type: ignore[union-attr]
 
     def _run(self, token_ids: list[list[int]]) -> np.ndarray:
         """One model call: pad to the longest, mean-pool over the mask, L2-normalize."""
@@ -170,12 +202,32 @@ class MiniLMEmbedder(Embedder):
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self._session.run(None, feeds)[0]  # type: ignore[union-attr]
+        session = self._free.get()  # type: ignore[union-attr]  # loaded by _encode
+        try:
+            hidden = session.run(None, feeds)[0]
+        finally:
+            self._free.put(session)  # type: ignore[union-attr]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _batches(lengths: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
+    """Row numbers of texts of ``lengths`` tokens, sorted by length and cut into batches of
+    at most ``batch_size`` rows and :data:`TOKEN_BUDGET` padded tokens."""
+    order = np.argsort(lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        stop = start + 1  # lengths only grow along ``order``: the last row sets the padding
+        while (
+            stop < len(order)
+            and stop - start < batch_size
+            and (stop - start + 1) * lengths[order[stop]] <= TOKEN_BUDGET
+        ):
+            stop += 1
+        yield order[start:stop]
+        start = stop
 
 
 MINILM_TOKENWISE_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-tokenwise"
