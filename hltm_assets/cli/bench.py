@@ -293,8 +293,9 @@ def _peak_rss_mb() -> float:
 def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
     """Texts/s on ``sample`` texts this build stored: the embedding path before this round
     (the float model in fixed batches of 64, sorted by characters), the float model in batches
-    by token budget (``local-float``) and the default int8 model (``local``) as a build runs
-    it (a session per core), one after the other in this process."""
+    by token budget (``local-float``), and the default int8 model (``local``) on one session
+    (all cores) and as a build runs it (a session per core), one after the other in this
+    process."""
     import random
 
     import lancedb
@@ -317,13 +318,14 @@ def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
     texts = list(dict.fromkeys(texts))
     texts = random.Random(0).sample(texts, min(sample, len(texts)))
     out = {"texts": len(texts)}
-    float_model = MiniLMEmbedder()
+    float_model, one_session = MiniLMEmbedder(), MiniLMTokenwiseEmbedder()
     int8_model = MiniLMTokenwiseEmbedder(sessions=build_sessions())  # as a build embeds
-    for e in (float_model, int8_model):
+    for e in (float_model, one_session, int8_model):
         e.embed(["warm up"])
     for label, run in (
         ("fixed_batches_of_64", lambda: Embedder.embed(float_model, texts, 64)),
         ("token_budget_batches", lambda: float_model.embed(texts)),
+        ("local_int8_one_session", lambda: one_session.embed(texts)),
         ("local_int8", lambda: int8_model.embed(texts)),
     ):
         t0 = time.perf_counter()
@@ -331,6 +333,9 @@ def _embedder_side_by_side(settings: Settings, sample: int = 4000) -> dict:
         out[f"{label}_texts_per_s"] = round(len(texts) / (time.perf_counter() - t0), 1)
     base = out["fixed_batches_of_64_texts_per_s"]
     out["ratio_token_budget_over_fixed"] = round(out["token_budget_batches_texts_per_s"] / base, 2)
+    out["ratio_local_int8_one_session_over_fixed"] = round(
+        out["local_int8_one_session_texts_per_s"] / base, 2
+    )
     out["ratio_local_int8_over_fixed"] = round(out["local_int8_texts_per_s"] / base, 2)
     return out
 
