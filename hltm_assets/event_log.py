@@ -164,8 +164,8 @@ def _last_of_each_stretch(
     type sets the same columns (its run, its timestamp, and for a materialization the whole
     event again), so within one transaction only a stretch's last event decides what the row
     holds. A range run's thousands of events for one asset thereby write that row once, not
-    once per partition (it re-serialized every event: 36 % of an incremental index's time in
-    Dagster, cProfile at 10k leaves)."""
+    once per partition (re-serializing every event took 21 s of a 61 s cProfile of a 1 %
+    churn at 10k leaves)."""
     for i, event in enumerate(events):
         following = events[i + 1] if i + 1 < len(events) else None
         if (

@@ -93,9 +93,10 @@ class MiniLMEmbedder(Embedder):
         """``sessions`` > 1 (a build, :func:`build_sessions`): that many model sessions of one
         thread each run batches side by side. One session spreading each call over two
         threads syncs them at every operator, and these batches are small: on 2 cores, two
-        one-thread sessions gave 1.11-1.15x its texts/s in the same process (BENCHMARKS.md),
-        with bit-identical vectors. ``sessions=1`` runs one session on ``threads`` threads
-        (onnxruntime's default: one per core).
+        one-thread sessions gave 1.14-1.88x its texts/s side by side in one process, and held
+        steady while it swung with the machine (BENCHMARKS.md); the vectors are bit-identical.
+        ``sessions=1`` runs one session on ``threads`` threads (onnxruntime's default: one per
+        core).
 
         ``spinning=False`` for a serving process: onnxruntime's threads then sleep as soon
         as a model call ends instead of spinning for the next one. A build embeds batch after
