@@ -65,11 +65,12 @@ def _result(
     """The batch's metadata on every partition of the run, and each partition's own (runs of
     up to :data:`OWN_METADATA_MAX_PARTITIONS` partitions)."""
     keys = context.partition_keys
-    own = report.node_metadata() if len(keys) <= OWN_METADATA_MAX_PARTITIONS else {}
-    for key in keys if own else ():
-        node = own.get(node_id(level, key))
-        if node is not None:
-            context.add_asset_metadata(node, partition_key=key)
+    if len(keys) <= OWN_METADATA_MAX_PARTITIONS:
+        own = report.node_metadata()
+        for key in keys:
+            node = own.get(node_id(level, key))
+            if node is not None:
+                context.add_asset_metadata(node, partition_key=key)
     meta = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
     meta["batch"] = dg.MetadataValue.json(meta["batch"])
     return dg.MaterializeResult(metadata=meta)

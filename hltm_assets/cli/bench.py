@@ -492,7 +492,7 @@ def _full_index(settings: Settings, leaves: int) -> tuple[dict, float]:
 
 
 def _stages(report, wall: float) -> dict[str, float]:
-    """Seconds per stage of an index run (``IndexReport``) that took ``wall`` seconds; the
+    """Seconds per stage of an index run (``IndexResult``) that took ``wall`` seconds; the
     time outside every stage is Dagster's."""
     inside = sum(report.phases.values())
     return {

@@ -93,7 +93,6 @@ class BuildReport:
     unchanged: list[str] = field(default_factory=list)
     facets: int = 0
     qa: int = 0
-    summaries: int = 0
     passages: int = 0
     documents: int = 0
     engine_s: float = 0.0
@@ -125,11 +124,7 @@ class BuildReport:
         """Each node's own part, by node id: what it holds for a node built now, and
         ``status: unchanged`` for a node whose stored memory was current."""
         own = {n: {"node_id": n, "status": "unchanged"} for n in self.unchanged}
-        for entry in self.per_node:
-            own[entry["node_id"]] = {"node_id": entry["node_id"], "status": "built"} | {
-                k: v for k, v in entry.items() if k != "node_id"
-            }
-        return own
+        return own | {entry["node_id"]: entry for entry in self.per_node}
 
 
 class Indexer:
@@ -427,12 +422,12 @@ class Indexer:
             report.nodes.append(node.node_id)
             report.facets += len(memory.facets)
             report.qa += len(memory.qa)
-            report.summaries += 1
             report.passages += len(memory.evidence)
             report.documents += n_docs
             report.per_node.append(
                 {
                     "node_id": node.node_id,
+                    "status": "built",
                     "facets": len(memory.facets),
                     "qa_pairs": len(memory.qa),
                     "evidence_passages": len(memory.evidence),
