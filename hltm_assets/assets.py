@@ -6,19 +6,25 @@ run and reports what was built. One run may carry many partitions (a partition r
 Dagster's per-run overhead is paid once per batch, not once per node. ``hltm index`` runs a
 parent's whole range of children to rebuild a few of them (Dagster runs no scattered set of
 partitions); its runs carry :data:`ONLY_CHANGED_TAG`, and the others in the range, whose
-memory is current, are left as they are and recorded with ``status: unchanged``. A partition
-carries its own metadata (its node, what it holds; in runs of up to
-:data:`OWN_METADATA_MAX_PARTITIONS` partitions) next to the batch's (``batch``).
+memory is current, are left as they are and recorded with ``status: unchanged``. Every
+partition carries its own metadata (its node, what it holds, what building it cost, a preview)
+next to the batch's (``batch``).
 """
 
 import contextlib
 from collections.abc import Iterator
 
 import dagster as dg
+from dagster._core.execution.context.metadata_logging import (
+    AssetMetadataHandle,
+    OutputMetadataAccumulator,
+)
 
 from hltm_assets import progress
+from hltm_assets.catalog import OWNERS, asset_metadata, asset_tags, linked_to_git
 from hltm_assets.partitions import TreePartitions
-from hltm_resources.build.indexer import BuildReport, Indexer
+from hltm_resources.build.indexer import BuildReport, Indexer, StaleTopologyError
+from hltm_resources.config import Settings
 from hltm_resources.ids import node_id
 from hltm_resources.stores.lock import home_lock
 
@@ -31,6 +37,8 @@ _POLICY = dg.BackfillPolicy.single_run()
 #: A run with this tag ("true") builds only the nodes of its range whose memory is not current;
 #: without it (the UI, the sensor, automation) every partition of the run is rebuilt.
 ONLY_CHANGED_TAG = "hltm/only-changed"
+#: An op tag on each level's asset: the fingerprint of the tree its definitions were made from.
+TREE_TAG = "hltm/tree"
 
 
 @contextlib.contextmanager
@@ -51,29 +59,86 @@ def _progress(context: dg.AssetExecutionContext, level: str, total: int) -> Iter
     yield tick
 
 
-#: Runs of at most this many partitions record each partition's own metadata. Dagster's
-#: ``add_asset_metadata(partition_key=...)`` lists the run's partition range and copies every
-#: partition's metadata so far on each call, so a call per partition grows with the square of
-#: the range: 7,173 calls took 5.8 s of a 1 % churn at 10k (cProfile), and a full build's
-#: range of 100k partitions would take hours. Larger runs carry the batch's metadata only.
-OWN_METADATA_MAX_PARTITIONS = 256
+def _own_metadata(entry: dict) -> dict:
+    """One node's entry (:func:`node_entry`) as the metadata of its partition: its counts,
+    its rows in the memory views as ``dagster/row_count`` and its preview as markdown."""
+    meta = {k: v for k, v in entry.items() if k not in ("rows", "preview")}
+    meta["dagster/row_count"] = dg.MetadataValue.int(entry["rows"])
+    meta["preview"] = dg.MetadataValue.md(entry["preview"])
+    return meta
+
+
+def add_partition_metadata(context: dg.AssetExecutionContext, own: dict[str, dict]) -> None:
+    """What ``context.add_asset_metadata(meta, partition_key=key)`` does for each partition
+    in ``own``, done once for all of them.
+
+    Dagster's call lists the run's partition range and copies the metadata of every partition
+    so far on each call, so a call per partition grows with the square of the range (7,173
+    calls took 5.8 s of a 1 % churn at 10k; a full build's range of 100k partitions would
+    take hours). This puts the same entries into the step's metadata accumulator in one go.
+    It uses Dagster 1.13's internals (pinned in pyproject.toml); tests/test_dagster.py checks
+    that every partition of a range run carries its own metadata.
+    """
+    step = context.op_execution_context._step_execution_context
+    entries = {
+        AssetMetadataHandle(asset_key=context.asset_key, partition_key=key): meta
+        for key, meta in own.items()
+    }
+    step._metadata_accumulator = OutputMetadataAccumulator(
+        per_output_metadata={**step._metadata_accumulator.per_output_metadata, **entries}
+    )
 
 
 def _result(
     context: dg.AssetExecutionContext, report: BuildReport, indexer: Indexer, level: str
 ) -> dg.MaterializeResult:
-    """The batch's metadata on every partition of the run, and each partition's own (runs of
-    up to :data:`OWN_METADATA_MAX_PARTITIONS` partitions)."""
-    keys = context.partition_keys
-    if len(keys) <= OWN_METADATA_MAX_PARTITIONS:
-        own = report.node_metadata()
-        for key in keys:
-            node = own.get(node_id(level, key))
-            if node is not None:
-                context.add_asset_metadata(node, partition_key=key)
+    """Each partition's own metadata, and the batch's (one ``batch`` entry) on all of them."""
+    own = report.node_metadata()
+    add_partition_metadata(
+        context,
+        {
+            key: _own_metadata(own[node_id(level, key)])
+            for key in context.partition_keys
+            if node_id(level, key) in own
+        },
+    )
     meta = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
     meta["batch"] = dg.MetadataValue.json(meta["batch"])
     return dg.MaterializeResult(metadata=meta)
+
+
+def _launched_tree(context: dg.AssetExecutionContext) -> str | None:
+    """The tree (:data:`TREE_TAG`) of the definitions this run was launched from: the UI
+    launches from the code location it loaded, which may predate the source of truth, while
+    the run itself loads the definitions afresh."""
+    snapshot = context.instance.get_job_snapshot(context.run.job_snapshot_id)
+    for op in snapshot.node_defs_snapshot.op_def_snaps:
+        if op.name == context.op_def.name:
+            return op.tags.get(TREE_TAG)
+    return None
+
+
+def check_launch(context: dg.AssetExecutionContext, tree: TreePartitions, level: str) -> None:
+    """Refuse a run whose partitions or mapping come from an older tree than the source of
+    truth's, with the fix, before Dagster resolves its partitions (it would fail on a deleted
+    one with "Partition range ... is not a valid range")."""
+    span = context.partition_key_range
+    partitions = tree.of_level(level)
+    gone = sorted({k for k in (span.start, span.end) if not partitions.has_partition_key(k)})
+    if gone:
+        raise StaleTopologyError(
+            f"{level} partitions {gone} are not in the source of truth any more (deleted or "
+            "moved since the code location loaded): reload it (hltm reload, or 'Reload "
+            "definitions' in the UI) and launch again"
+        )
+    launched = _launched_tree(context)
+    if launched is not None and launched != tree.fingerprint:
+        raise StaleTopologyError(
+            f"this run of {level} partitions {span.start}..{span.end} was launched from "
+            "definitions older than the source of truth (the tree changed since the code "
+            "location loaded; its partition mapping is stale): reload it (hltm reload, or "
+            "'Reload definitions' in the UI) and launch again"
+        )
 
 
 def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[str] | None:
@@ -90,10 +155,15 @@ def _mapped_children(context: dg.AssetExecutionContext, upstream: str) -> list[s
 
 
 def build_level(
-    context: dg.AssetExecutionContext, hltm: Indexer, level: str, child_asset: str | None
+    context: dg.AssetExecutionContext,
+    hltm: Indexer,
+    tree: TreePartitions,
+    level: str,
+    child_asset: str | None,
 ) -> dg.MaterializeResult:
     """Build the run's partitions of ``level`` (only the stale ones with
     :data:`ONLY_CHANGED_TAG`); a parent level refuses a stale mapping."""
+    check_launch(context, tree, level)
     keys = context.partition_keys
     children = _mapped_children(context, child_asset) if child_asset else None
     only_changed = context.run.tags.get(ONLY_CHANGED_TAG) == "true"
@@ -108,7 +178,7 @@ def build_level(
 
 
 def level_asset(
-    tree: TreePartitions, level: str, child: dg.AssetsDefinition | None
+    settings: Settings, tree: TreePartitions, level: str, child: dg.AssetsDefinition | None
 ) -> dg.AssetsDefinition:
     """The asset of one level: partitioned per node, fed by its child level's asset."""
     schema = tree.topology.schema
@@ -135,16 +205,22 @@ def level_asset(
         kinds={"duckdb", "lancedb"},
         automation_condition=None if child is None else dg.AutomationCondition.eager(),
         description=description,
+        metadata=asset_metadata(settings, level),
+        owners=OWNERS,
+        tags=asset_tags(level),
+        op_tags={TREE_TAG: tree.fingerprint},
     )
     def memory(context: dg.AssetExecutionContext, hltm: dg.ResourceParam[Indexer]):
-        return build_level(context, hltm, level, child.key.to_user_string() if child else None)
+        return build_level(
+            context, hltm, tree, level, child.key.to_user_string() if child else None
+        )
 
     return memory
 
 
-def build_assets(tree: TreePartitions) -> list[dg.AssetsDefinition]:
+def build_assets(settings: Settings, tree: TreePartitions) -> list[dg.AssetsDefinition]:
     """One asset per level, leaves first."""
     assets: list[dg.AssetsDefinition] = []
     for level in tree.topology.schema.bottom_up:
-        assets.append(level_asset(tree, level, assets[-1] if assets else None))
-    return assets
+        assets.append(level_asset(settings, tree, level, assets[-1] if assets else None))
+    return list(linked_to_git(assets))

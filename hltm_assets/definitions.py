@@ -47,7 +47,7 @@ def build_definitions(
         # backfill_policy and pool are marked beta in Dagster 1.13; we rely on both knowingly.
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        assets = build_assets(tree)
+        assets = build_assets(settings, tree)
     levels = schema.bottom_up
     checks = build_checks(assets, levels)
     lossless = build_lossless_check(assets[-1])

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import dagster as dg
 
 from hltm_resources.config import Settings
-from hltm_resources.models import Topology
+from hltm_resources.models import Topology, stable_hash
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
 
@@ -29,6 +30,16 @@ class TreePartitions:
 
     def of_level(self, level: str) -> dg.StaticPartitionsDefinition:
         return self.partitions[level]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of the tree: every node and its parent, in partition order."""
+        return stable_hash(
+            [
+                [level, [[raw, n.parent_id] for raw, n in nodes.items()]]
+                for level, nodes in self.topology.levels.items()
+            ]
+        )
 
 
 def read_tree(settings: Settings) -> Topology:

@@ -96,25 +96,6 @@ def test_each_partition_of_a_range_run_carries_its_own_metadata(fresh_home, worl
     assert len({r.asset_materialization.metadata["facets"].value for r in records}) > 1
 
 
-def test_a_run_of_many_partitions_carries_the_batch_metadata_only(fresh_home, world, monkeypatch):
-    """Dagster's per-partition metadata costs grow with the square of a run's range: past
-    the limit, a partition carries the batch's entry alone."""
-    from hltm_assets import assets
-
-    monkeypatch.setattr(assets, "OWN_METADATA_MAX_PARTITIONS", len(world.projects) - 1)
-    run_index(fresh_home)
-    with dagster_instance(fresh_home) as instance:
-        records = instance.fetch_materializations(
-            dg.AssetKey("project_memory"), limit=10_000
-        ).records
-        seats = instance.fetch_materializations(dg.AssetKey("seat_memory"), limit=10_000).records
-    assert len(records) == len(world.projects)
-    for record in records:
-        meta = record.asset_materialization.metadata
-        assert "node_id" not in meta and meta["batch"].value["nodes_built"] == len(records)
-    assert all("node_id" in r.asset_materialization.metadata for r in seats)  # fewer: own
-
-
 def test_assets_materialize_with_metadata_and_check(fresh_home, world):
     loaded = build_definitions(fresh_home)
     resource = HLTMResource.from_settings(fresh_home)

@@ -96,18 +96,23 @@ def test_index_and_ask_through_a_real_local_server(llm_url, tmp_path, tiny_snaps
     engine = f"openai:smollm2-135m:{PROMPT_VERSION}"
     assert set(nodes.values()) == {engine}
 
-    # The Dagster materializations carry the calls and tokens of their partition range.
+    # The Dagster materializations carry the calls and tokens of their partition range, and
+    # each partition its own share of them.
     import dagster as dg
 
     from hltm_assets.runner import dagster_instance
 
     with dagster_instance(settings) as instance:
-        event = instance.fetch_materializations(dg.AssetKey("project_memory"), limit=1).records[0]
-        meta = event.asset_materialization.metadata
+        records = instance.fetch_materializations(dg.AssetKey("project_memory"), limit=100).records
+    metas = [r.asset_materialization.metadata for r in records]
+    meta = metas[0]
     batch = meta["batch"].value
     assert batch["llm_calls"] + batch["cache_hits"] >= 8
     assert batch["llm_calls"] > 0 and batch["prompt_tokens"] > 0
     assert meta["engine"].value == engine
+    assert len(metas) == batch["nodes_built"]  # one range run built every leaf
+    for key in ("llm_calls", "prompt_tokens", "completion_tokens"):
+        assert sum(m[key].value for m in metas) == batch[key]
 
     # Asking: two LLM calls (facet parse + answer), citations inside the scope.
     answer = json.loads(

@@ -20,11 +20,14 @@ from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.evidence import EVIDENCE_VERSION, leaf_passages
 from hltm_resources.build.hints import load_active_hints
 from hltm_resources.build.plan import Plan, make_plan, split_changed
+from hltm_resources.build.preview import memory_preview
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
-from hltm_resources.engines import Hints, MemoryAgents, make_agents
+from hltm_resources.engines import Hints, MemoryAgents, Usage, make_agents
+from hltm_resources.engines.base import node_usage
 from hltm_resources.faults import fault
 from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
+from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import (
@@ -32,6 +35,7 @@ from hltm_resources.stores.memory_rows import (
     BuildMeta,
     NodeState,
     erase_rows,
+    evidence_counts,
     read_memories,
     read_states,
     write_memories,
@@ -121,10 +125,58 @@ class BuildReport:
         return {"engine": engine_id, "embed_model": embed_model, "batch": batch}
 
     def node_metadata(self) -> dict[str, dict]:
-        """Each node's own part, by node id: what it holds for a node built now, and
-        ``status: unchanged`` for a node whose stored memory was current."""
-        own = {n: {"node_id": n, "status": "unchanged"} for n in self.unchanged}
-        return own | {entry["node_id"]: entry for entry in self.per_node}
+        """Each node's own part, by node id (:func:`node_entry`): what it holds, what
+        building it cost (``status: built``), or ``status: unchanged`` for a node whose stored
+        memory was current (what it holds, as stored)."""
+        return {entry["node_id"]: entry for entry in self.per_node}
+
+
+def node_entry(
+    node: NodeInfo, memory: Memory, schema: TreeSchema, status: str, passages: int | None = None
+) -> dict:
+    """What one node's memory holds: counts per view, its rows in the memory views, and a
+    markdown preview (:func:`memory_preview`). ``passages``: its evidence passages, when
+    ``memory`` was read without them."""
+    passages = len(memory.evidence) if passages is None else passages
+    return {
+        "node_id": node.node_id,
+        "name": node.name,
+        "status": status,
+        "facets": len(memory.facets),
+        "qa_pairs": len(memory.qa),
+        "summaries": 1,
+        "evidence_passages": passages,
+        "rows": len(memory.facets) + len(memory.qa) + 1 + passages,
+        "preview": memory_preview(node, memory, schema),
+    }
+
+
+def node_cost(usage: Usage) -> dict:
+    """What building one node cost the engine (LLM calls and tokens when it made any)."""
+    cost = {"engine_calls": usage.engine_calls}
+    if usage.llm_calls or usage.cache_hits:
+        cost |= {
+            "llm_calls": usage.llm_calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "llm_cache_hits": usage.cache_hits,
+        }
+    return cost
+
+
+def embedded_share(rows: dict[str, list[dict]], embedded: set[str]) -> dict[str, int]:
+    """Per node, how many of ``embedded`` (the texts one embedding call embedded for a batch
+    of nodes) were embedded for it: each text counts once, for the first node holding it, so
+    the shares add up to the call's texts."""
+    share: dict[str, int] = {}
+    seen: set[str] = set()
+    for name in TABLES:
+        for row in rows[name]:
+            text = row["text"]
+            if text in embedded and text not in seen:
+                seen.add(text)
+                share[row["node_id"]] = share.get(row["node_id"], 0) + 1
+    return share
 
 
 class Indexer:
@@ -301,6 +353,7 @@ class Indexer:
         if only_changed:
             nodes, unchanged = self._split_changed(topo, level, nodes)
             report.unchanged = [n.node_id for n in unchanged]
+            report.per_node += self._stored_entries(unchanged)
         failures: dict[str, str] = {}
         size = LEAF_CHUNK if self.schema.is_leaf(level) else PARENT_CHUNK
         for start in range(0, len(nodes), size):
@@ -315,6 +368,20 @@ class Indexer:
         if failures:
             raise NodeBuildError(failures, len(report.nodes))
         return report
+
+    def _stored_entries(self, nodes: list[NodeInfo]) -> list[dict]:
+        """:func:`node_entry` of ``nodes`` (``status: unchanged``) from their stored memory."""
+        if not nodes:
+            return []
+        ids = [n.node_id for n in nodes]
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
+            stored = read_memories(con, ids, evidence=False)
+            passages = evidence_counts(con, ids)
+        return [
+            node_entry(n, stored[n.node_id], self.schema, "unchanged", passages.get(n.node_id, 0))
+            for n in nodes
+            if n.node_id in stored
+        ]
 
     def _split_changed(
         self, topo: Topology, level: str, nodes: list[NodeInfo]
@@ -381,9 +448,12 @@ class Indexer:
         items: list[tuple[NodeInfo, Memory, str, int]] = []
         failures: dict[str, str] = {}
 
+        usage: dict[str, Usage] = {}
+
         def one(node: NodeInfo):
             try:
-                return self._memory_of(level, node, docs, kids, memories, states)
+                with node_usage() as usage[node.node_id]:
+                    return self._memory_of(level, node, docs, kids, memories, states)
             except (RuntimeError, ValueError) as exc:  # LLM output/transport errors, bad data
                 failures[node.node_id] = f"{type(exc).__name__}: {exc}"
                 return None
@@ -402,8 +472,9 @@ class Indexer:
         if not items:
             return failures
         t1 = time.perf_counter()
+        embedded: dict[str, int] = {}
         if self.write_vectors:
-            rows = self._vector_rows(items, stored)
+            rows, embedded = self._vector_rows(items, stored)
             t2 = time.perf_counter()
             self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
         else:
@@ -424,23 +495,20 @@ class Indexer:
             report.qa += len(memory.qa)
             report.passages += len(memory.evidence)
             report.documents += n_docs
+            report.embedded_texts += embedded.get(node.node_id, 0)
             report.per_node.append(
-                {
-                    "node_id": node.node_id,
-                    "status": "built",
-                    "facets": len(memory.facets),
-                    "qa_pairs": len(memory.qa),
-                    "evidence_passages": len(memory.evidence),
-                    "source_documents": n_docs,
-                }
+                node_entry(node, memory, self.schema, "built")
+                | {"source_documents": n_docs, "embedded_texts": embedded.get(node.node_id, 0)}
+                | node_cost(usage[node.node_id])
             )
         return failures
 
     def _vector_rows(
         self, items: list[tuple[NodeInfo, Memory, str, int]], stored: set[str] = frozenset()
-    ) -> dict[str, pa.Table]:
+    ) -> tuple[dict[str, pa.Table], dict[str, int]]:
         """Per table, the rows of ``items`` with their vectors (one embedding call for the
-        texts the nodes in ``stored`` do not already have vectors of)."""
+        texts the nodes in ``stored`` do not already have vectors of); and per node, how many
+        texts the call embedded for it (a text two nodes share counts for the first)."""
         rows: dict[str, list[dict]] = {name: [] for name in TABLES}
         levels = self.settings.schema.names
         for node, memory, _, _ in items:
@@ -448,7 +516,8 @@ class Indexer:
                 rows[name] += items_of_view
         texts = [r["text"] for name in TABLES for r in rows[name]]
         rebuilt = sorted(stored & {node.node_id for node, *_ in items})
-        vectors = self._embed_cached(texts, self._stored_vectors(rebuilt, set(texts)))
+        vectors, missing = self._embed_cached(texts, self._stored_vectors(rebuilt, set(texts)))
+        embedded = embedded_share(rows, missing)
         out: dict[str, pa.Table] = {}
         offset = 0
         for name in TABLES:
@@ -465,7 +534,7 @@ class Indexer:
                 out[name] = schema.empty_table()
                 continue
             out[name] = pa.table({f.name: data[f.name] for f in schema}, schema=schema)
-        return out
+        return out, embedded
 
     def _vector_array(self, vecs: np.ndarray) -> pa.FixedSizeListArray:
         flat = np.ascontiguousarray(vecs, dtype=np.float32).reshape(-1)
@@ -492,13 +561,14 @@ class Indexer:
 
     def _embed_cached(
         self, texts: list[str], stored: dict[str, np.ndarray] | None = None
-    ) -> np.ndarray:
-        """Embed ``texts``, reusing vectors of texts this process embedded before (facets like
-        ``workplace_type: remote`` recur in thousands of nodes) and the ``stored`` vectors
-        read back from the store. A text's vector does not depend on its batch, so this
-        changes nothing but time. In memory only, bounded."""
+    ) -> tuple[np.ndarray, set[str]]:
+        """Embed ``texts`` (returns their vectors and the texts embedded now), reusing
+        vectors of texts this process embedded before (facets like ``workplace_type: remote``
+        recur in thousands of nodes) and the ``stored`` vectors read back from the store. A
+        text's vector does not depend on its batch, so this changes nothing but time. In
+        memory only, bounded."""
         if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+            return np.zeros((0, self.embedder.dim), dtype=np.float32), set()
         known = dict(stored or {})
         known.update(
             (t, self._vec_cache[t]) for t in set(texts) - set(known) if t in self._vec_cache
@@ -509,7 +579,7 @@ class Indexer:
             if len(self._vec_cache) + len(missing) > self.embed_cache_size:
                 self._vec_cache.clear()
             self._vec_cache.update((t, known[t]) for t in missing[: self.embed_cache_size])
-        return np.stack([known[t] for t in texts])
+        return np.stack([known[t] for t in texts]), set(missing)
 
     def vectors_schema(self, name: str) -> pa.Schema:
         return table_schema(name, self.embedder.model_id, self.embedder.dim)

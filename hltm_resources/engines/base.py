@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
@@ -41,6 +43,9 @@ class Usage:
         with self._lock:
             for key, value in counts.items():
                 setattr(self, key, getattr(self, key) + value)
+        node = _NODE_USAGE.get()
+        if node is not None and node is not self:
+            node.add(**counts)
 
     def snapshot(self) -> dict[str, int | str | None]:
         with self._lock:
@@ -53,6 +58,23 @@ class Usage:
                 "retries": self.retries,
                 "token_encoding": self.token_encoding,
             }
+
+
+#: The usage of the node this thread is building (see :func:`node_usage`).
+_NODE_USAGE: ContextVar[Usage | None] = ContextVar("hltm_node_usage", default=None)
+
+
+@contextmanager
+def node_usage() -> Iterator[Usage]:
+    """Inside this block, every :meth:`Usage.add` of this thread also counts in the usage it
+    yields: what building one node cost, while the engine's own usage keeps the total (nodes
+    are built on a thread each, and one node's LLM calls all happen on its thread)."""
+    usage = Usage()
+    token = _NODE_USAGE.set(usage)
+    try:
+        yield usage
+    finally:
+        _NODE_USAGE.reset(token)
 
 
 @dataclass(frozen=True)

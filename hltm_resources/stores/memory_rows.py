@@ -162,8 +162,9 @@ def erase_rows(con, node_ids: Sequence[str], invalidate: Sequence[str] = ()) -> 
         )
 
 
-def read_memories(con, node_ids: Sequence[str]) -> dict[str, Memory]:
-    """Rebuild :class:`Memory` objects from the rows (same content hash as when written)."""
+def read_memories(con, node_ids: Sequence[str], evidence: bool = True) -> dict[str, Memory]:
+    """Rebuild :class:`Memory` objects from the rows (same content hash as when written);
+    without ``evidence``, leaves come without their passages (and another hash)."""
     ids = list(node_ids)
     if not ids:
         return {}
@@ -198,14 +199,18 @@ def read_memories(con, node_ids: Sequence[str]) -> dict[str, Memory]:
         [ids],
     ).fetchall():
         summaries[n] = Summary(d, c, tuple(src))
-    evidence: dict[str, list[Passage]] = {n: [] for n in nodes}
-    for n, *values in con.execute(
-        f"SELECT node_id, {', '.join(PASSAGE_FIELDS)} FROM mem_evidence "
-        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
-        [ids],
-    ).fetchall():
-        if n in evidence:
-            evidence[n].append(Passage(*values))
+    passages: dict[str, list[Passage]] = {n: [] for n in nodes}
+    for n, *values in (
+        con.execute(
+            f"SELECT node_id, {', '.join(PASSAGE_FIELDS)} FROM mem_evidence "
+            "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
+            [ids],
+        ).fetchall()
+        if evidence
+        else ()
+    ):
+        if n in passages:
+            passages[n].append(Passage(*values))
     out = {}
     for n, (level, leaf_count) in nodes.items():
         if n in summaries:
@@ -216,6 +221,17 @@ def read_memories(con, node_ids: Sequence[str]) -> dict[str, Memory]:
                 tuple(qa[n]),
                 summaries[n],
                 leaf_count,
-                evidence=tuple(evidence[n]),
+                evidence=tuple(passages[n]),
             )
     return out
+
+
+def evidence_counts(con, node_ids: Sequence[str]) -> dict[str, int]:
+    """How many evidence passages each of ``node_ids`` has (those with any)."""
+    return dict(
+        con.execute(
+            "SELECT node_id, count(*) FROM mem_evidence WHERE node_id IN (SELECT unnest(?)) "
+            "GROUP BY node_id",
+            [list(node_ids)],
+        ).fetchall()
+    )

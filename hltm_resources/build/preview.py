@@ -1,0 +1,58 @@
+"""What one node's memory says, in a few lines of markdown: the preview a node's partition
+carries in Dagster (its one-sentence summary, its best-supported facets as "X of N <leaves>",
+a few QA pairs), every item with the ids it comes from."""
+
+from __future__ import annotations
+
+from hltm_resources.models import Memory, NodeInfo
+from hltm_resources.schema import TreeSchema
+
+#: How many facets and QA pairs a preview shows, and provenance ids per item.
+PREVIEW_FACETS = 5
+PREVIEW_QA = 3
+PREVIEW_SOURCES = 3
+
+
+def _sources(ids: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:PREVIEW_SOURCES])
+    more = len(ids) - PREVIEW_SOURCES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a markdown table cell (memory text comes from user documents)."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def support_text(support: int, leaf_count: int, schema: TreeSchema) -> str:
+    """``9 of 12 projects`` (the leaf level's plural, or its noun for one)."""
+    leaf = schema.leaf
+    return f"{support} of {leaf_count} {leaf.noun if leaf_count == 1 else leaf.plural}"
+
+
+def memory_preview(node: NodeInfo, memory: Memory, schema: TreeSchema) -> str:
+    """The markdown preview of ``node``'s ``memory``."""
+    lines = [
+        f"**{node.name}** ({node.node_id})",
+        "",
+        f"> {_cell(memory.summary.concise)}",
+        "",
+    ]
+    if memory.facets:
+        top = sorted(memory.facets, key=lambda f: -f.support)[:PREVIEW_FACETS]
+        lines += ["| facet | support | from |", "| --- | --- | --- |"]
+        lines += [
+            f"| {_cell(f.text)} | {support_text(f.support, memory.leaf_count, schema)} "
+            f"| {_sources(f.source_ids)} |"
+            for f in top
+        ]
+        if len(memory.facets) > len(top):
+            lines.append(f"\n{len(memory.facets) - len(top)} more facets.")
+        lines.append("")
+    for qa in memory.qa[:PREVIEW_QA]:
+        lines.append(
+            f"- **{_cell(qa.question)}** {_cell(qa.answer)} (from {_sources(qa.source_ids)})"
+        )
+    if len(memory.qa) > PREVIEW_QA:
+        lines.append(f"- {len(memory.qa) - PREVIEW_QA} more QA pairs.")
+    return "\n".join(lines).rstrip() + "\n"
