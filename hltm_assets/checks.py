@@ -1,4 +1,4 @@
-"""Asset checks: every node of a level has all three views and matching vectors; and the
+"""Asset checks: every node a run built has all three views and matching vectors; and the
 memory equals a full rebuild of the current source of truth (the nightly consistency check)."""
 
 from collections.abc import Mapping
@@ -16,7 +16,8 @@ from hltm_resources.build.verify import verify
 
 
 def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecksDefinition:
-    """Every node of ``level`` has facets, QA pairs, a summary and matching vectors."""
+    """Every node of ``level`` that the run built (its partition range) has facets, QA pairs, a
+    summary and matching vectors."""
 
     @dg.asset_check(
         asset=asset,
@@ -26,16 +27,13 @@ def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecks
     def memory_complete(
         context: dg.AssetCheckExecutionContext, hltm: dg.ResourceParam[Indexer]
     ) -> dg.AssetCheckResult:
-        result = check_level(
-            hltm.settings,
-            level,
-            run_key_range(context.op_execution_context.run.tags),
-            topology=hltm.pinned_topology,
-        )
+        built = run_key_range(context.op_execution_context.run.tags)
+        result = check_level(hltm.settings, level, built, topology=hltm.pinned_topology)
         shown = dict(sorted(result.problems.items())[:20])
         return dg.AssetCheckResult(
             passed=result.passed,
             metadata={
+                "partitions": "every one" if built is None else "..".join(dict.fromkeys(built)),
                 "nodes": result.nodes,
                 "nodes_with_problems": len(result.problems),
                 "problems": dg.MetadataValue.json(shown),
@@ -62,6 +60,15 @@ def build_checks(
     return [completeness_check(a, level) for a, level in zip(assets, levels, strict=True)]
 
 
+#: The lossless check's automation condition: never true. A check of an asset that has no
+#: condition of its own runs with every automated materialization of its asset, so without one
+#: the full rebuild would run with every automated account build; with one, only the checks
+#: without a condition (completeness) ride along, and this one runs on the nightly schedule.
+NIGHTLY_ONLY = (dg.AutomationCondition.missing() & ~dg.AutomationCondition.missing()).with_label(
+    "never by automation: the nightly schedule runs it"
+)
+
+
 def build_lossless_check(root_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     """Rebuild everything into a scratch home and compare node by node (expensive: it runs on
     the nightly schedule, not with every materialization)."""
@@ -69,6 +76,7 @@ def build_lossless_check(root_asset: dg.AssetsDefinition) -> dg.AssetChecksDefin
     @dg.asset_check(
         asset=root_asset,
         name="memory_equals_full_rebuild",
+        automation_condition=NIGHTLY_ONLY,
         description="Incrementally maintained memory equals a full rebuild of the current SOT "
         "(byte-identical with the deterministic engine), and vectors match rows.",
     )

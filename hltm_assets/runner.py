@@ -28,6 +28,7 @@ from hltm_assets.history import (
 from hltm_assets.partitions import (
     KeyRange,
     TreePartitions,
+    range_label,
     ranges_around,
     sibling_ranges,
     tree_partitions,
@@ -45,6 +46,8 @@ from hltm_resources.stores.lock import home_lock
 # Runs carry Dagster's partition-range tags (history.py), so the asset sees every key of the
 # range in ``context.partition_keys``.
 TRIGGER_TAG = "hltm/trigger"
+#: The partition range of a run as a person reads it (:func:`range_label`).
+PARTITIONS_TAG = "hltm/partitions"
 #: Ranges of nearby parents are one run when at most this many partitions lie between them.
 #: At 10k leaves a run that builds costs about 0.45 s more than the nodes it builds, and a
 #: current partition inside a range about 2 ms (BENCHMARKS.md, Scale): spanning up to 200
@@ -121,7 +124,7 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
 
 
 def _run(
-    job, instance, start: str, end: str, result: IndexResult, only_changed: bool
+    job, instance, start: str, end: str, label: str, result: IndexResult, only_changed: bool
 ) -> int | None:
     """One partition-range run; adds its timings to ``result``; how many nodes it built, or
     None when it failed."""
@@ -129,6 +132,7 @@ def _run(
         ASSET_PARTITION_RANGE_START_TAG: start,
         ASSET_PARTITION_RANGE_END_TAG: end,
         TRIGGER_TAG: "cli",
+        PARTITIONS_TAG: label,
     }
     if only_changed:
         tags[ONLY_CHANGED_TAG] = "true"
@@ -181,7 +185,8 @@ def _materialize_level(
         def attempt(spans: list[KeyRange], only_changed: bool) -> None:
             for span in spans:
                 indexer.last_failures = None
-                built = _run(job, instance, span.start, span.end, result, only_changed)
+                label = range_label(tree, level, span.start, span.end)
+                built = _run(job, instance, span.start, span.end, label, result, only_changed)
                 if built is not None:
                     result.built[level] += built
                     recorded_children.update(

@@ -80,3 +80,16 @@ def test_readme_test_command_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     command = next(line.strip() for line in ci.splitlines() if line.startswith("python3 -m venv"))
     assert command in readme
+
+
+def test_reload_without_a_server_on_the_port_says_so_in_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = hltm(tmp_path / "home", "reload", "--port", str(port), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert f"no Dagster UI answers on 127.0.0.1:{port}" in proc.stderr
+    assert "--port" in proc.stderr

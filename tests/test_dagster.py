@@ -213,3 +213,30 @@ def test_eager_automation_requests_exactly_the_ancestors(fresh_home, world):
         tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
         assert tick.get_requested_partitions(dg.AssetKey("account_memory")) == {account}
         assert tick.total_requested == 1
+
+
+def test_automation_runs_the_completeness_check_and_leaves_the_full_rebuild_to_the_night(
+    fresh_home, world
+):
+    """An automated account build carries its completeness check; the check that rebuilds
+    everything runs on the nightly schedule only (README: Lossless, verified)."""
+    from dagster._core.definitions.automation_tick_evaluation_context import build_run_requests
+
+    assert not run_index(fresh_home).failed
+    loaded = build_definitions(fresh_home)
+    seat = world.seats[0]
+    with dagster_instance(fresh_home) as instance:
+        tick = dg.evaluate_automation_conditions(loaded, instance)
+        job = loaded.resolve_job_def(level_job_name("seat"))
+        assert job.execute_in_process(instance=instance, partition_key=seat["seat_id"]).success
+        tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
+    (request,) = build_run_requests(
+        list(tick._requested_subsets), loaded.resolve_asset_graph(), {}, emit_backfills=False
+    )
+    assert request.asset_selection == [dg.AssetKey("account_memory")]
+    assert {k.name for k in request.asset_check_keys} == {"memory_complete"}
+    nightly = loaded.resolve_schedule_def("hltm_nightly_consistency").job
+    assert "memory_equals_full_rebuild" in {
+        k.name
+        for k in loaded.resolve_job_def(nightly.name).asset_layer.asset_graph.asset_check_keys
+    }

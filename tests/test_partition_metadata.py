@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from hltm_assets.runner import dagster_instance, run_index
+from hltm_assets.runner import PARTITIONS_TAG, dagster_instance, run_index
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
@@ -157,3 +157,17 @@ def test_a_rebuilt_node_counts_the_texts_it_did_not_have_and_its_neighbours_stay
         for key in ("facets", "qa_pairs", "evidence_passages", "dagster/row_count", "preview"):
             assert after[other][key].value == before[other][key].value
         assert "embedded_texts" not in after[other]
+
+
+def test_a_cli_run_names_its_partition_range_for_a_person(indexed, world):
+    settings, _ = indexed
+    with dagster_instance(settings) as instance:
+        labels = sorted(run.tags[PARTITIONS_TAG] for run in instance.get_runs())
+    ends = [label.split(": ", 1)[1] for label in labels]
+    assert sorted(ends) == sorted(
+        [
+            f"{len(world.projects)} projects of {len(world.seats)} seats",
+            f"{len(world.seats)} seats of {len(world.accounts)} accounts",
+            f"{len(world.accounts)} accounts",
+        ]
+    )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 
-from hltm_assets.cli.common import EXIT_FAILED, settings_of
+from hltm_assets.cli.common import EXIT_FAILED, CliError, settings_of
 
 #: The repository root: workspace.yaml and dagster.yaml live there.
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,12 +31,33 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env, cwd=ROOT)
 
 
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 def cmd_reload(args: argparse.Namespace) -> int:
     """Reload the code location of a running ``dagster dev`` after the tree changed."""
-    from dagster_graphql import DagsterGraphQLClient
+    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
+    where = f"{args.host}:{args.port}"
+    if not _listening(args.host, args.port):
+        raise CliError(
+            f"no Dagster UI answers on {where}: pass the port `hltm dev` runs on "
+            "(hltm reload --port N), or start it (hltm dev)"
+        )
     client = DagsterGraphQLClient(args.host, port_number=args.port)
-    info = client.reload_repository_location(args.location)
+    try:
+        info = client.reload_repository_location(args.location)
+    except DagsterGraphQLClientError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(
+            f"the server on {where} did not reload {args.location} ({first}); "
+            "is it the Dagster UI of `hltm dev`?"
+        ) from exc
     print(f"reload of {args.location}: {info.status}")
     return 0 if str(info.status).endswith("SUCCESS") else EXIT_FAILED
 
