@@ -59,13 +59,15 @@ def _progress(context: dg.AssetExecutionContext, level: str, total: int) -> Iter
     yield tick
 
 
-def _own_metadata(entry: dict) -> dict:
-    """One node's entry (:func:`node_entry`) as the metadata of its partition: its counts,
-    its rows in the memory views as ``dagster/row_count`` and its preview as markdown."""
-    meta = {k: v for k, v in entry.items() if k not in ("rows", "preview")}
-    meta["dagster/row_count"] = dg.MetadataValue.int(entry["rows"])
+def _own_metadata(entry: dict, run: dict) -> dict:
+    """One node's entry (:func:`node_entry`) as the metadata of its partition, the run's
+    (``run``) after it: who it is, its preview (markdown), its counts, its rows in the memory
+    views as ``dagster/row_count``, and what building it cost."""
+    meta = {k: entry[k] for k in ("node_id", "name", "status")}
     meta["preview"] = dg.MetadataValue.md(entry["preview"])
-    return meta
+    meta |= {k: v for k, v in entry.items() if k not in meta and k not in ("rows", "preview")}
+    meta["dagster/row_count"] = dg.MetadataValue.int(entry["rows"])
+    return meta | run
 
 
 def add_partition_metadata(context: dg.AssetExecutionContext, own: dict[str, dict]) -> None:
@@ -92,19 +94,19 @@ def add_partition_metadata(context: dg.AssetExecutionContext, own: dict[str, dic
 def _result(
     context: dg.AssetExecutionContext, report: BuildReport, indexer: Indexer, level: str
 ) -> dg.MaterializeResult:
-    """Each partition's own metadata, and the batch's (one ``batch`` entry) on all of them."""
+    """Each partition's own metadata, then the run's: the engine and embedding model, and
+    what the batch as a whole did (one ``batch`` entry)."""
+    run = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
+    run["batch"] = dg.MetadataValue.json(run["batch"])
     own = report.node_metadata()
     add_partition_metadata(
         context,
         {
-            key: _own_metadata(own[node_id(level, key)])
+            key: _own_metadata(own[node_id(level, key)], run) if node_id(level, key) in own else run
             for key in context.partition_keys
-            if node_id(level, key) in own
         },
     )
-    meta = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
-    meta["batch"] = dg.MetadataValue.json(meta["batch"])
-    return dg.MaterializeResult(metadata=meta)
+    return dg.MaterializeResult()
 
 
 def _launched_tree(context: dg.AssetExecutionContext) -> str | None:

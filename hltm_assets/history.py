@@ -2,8 +2,9 @@
 
 Dagster records each run with its partition-range tags, and its event log names every
 partition it planned, materialized or failed, with the metadata the assets attached (node
-ids, which may be e-mail addresses). Erasing a node removes every run that touched its
-partition, whole (the other nodes of such a run keep their memory; the UI shows them as not
+ids, which may be e-mail addresses, and a preview of each node's memory). Erasing a node
+removes every run that touched its partition or one of its ancestors' (their previews quoted
+its facts), whole (the other nodes of such a run keep their memory; the UI shows them as not
 materialized until their next build), the runs' compute logs, the assets' cached status, and
 then rewrites the SQLite files so no freed page keeps a copy.
 

@@ -159,18 +159,20 @@ def ranges_around(
 
 
 def range_label(tree: TreePartitions, level: str, start: str, end: str) -> str:
-    """A run's partition range as a person reads it: ``p00043..p00054: 12 projects of seat
-    Alice Smith (seat:acme-r01)``, or ``... of 3 seats`` (keys are ids in tree order)."""
+    """A run's partition range as a person reads it: ``p00060..p00068: 9 projects of
+    recruiter Farah Fischer (seat:bluefin-0-r03)``, or ``... of 3 recruiters`` (in the levels'
+    nouns; the keys are raw ids in tree order)."""
     schema = tree.topology.schema
     keys = tree.of_level(level).get_partition_keys()
     span = keys[keys.index(start) : keys.index(end) + 1]
     lv = schema.level(level)
-    what = f"{len(span)} {lv.noun if len(span) == 1 else lv.plural}"
+    what = f"{len(span)} {lv.noun if len(span) == 1 else lv.nouns}"
     nodes = tree.topology.level(level)
     parents = list(dict.fromkeys(nodes[k].parent_id for k in span))
     if parents == [None]:
         return f"{start}..{end}: {what}"
+    up = schema.parent(level)
     if len(parents) == 1:
         parent = tree.topology.node(parents[0])
-        return f"{start}..{end}: {what} of {parent.level} {parent.name} ({parent.node_id})"
-    return f"{start}..{end}: {what} of {len(parents)} {schema.parent(level).plural}"
+        return f"{start}..{end}: {what} of {up.noun} {parent.name} ({parent.node_id})"
+    return f"{start}..{end}: {what} of {len(parents)} {up.nouns}"

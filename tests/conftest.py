@@ -125,3 +125,30 @@ def llm_url():
     # the reply short.
     with local_llm_server(n_ctx=16384, threads=2, n_parallel=2, embedding=True) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A headless Chromium through Playwright, the system's browser (Debian's ``chromium``;
+    ``playwright install`` downloads, which these machines cannot). Skipped when either is
+    missing, unless ``HLTM_REQUIRE_BROWSER`` is set (CI sets it: there, missing is a failure).
+    """
+    import os
+
+    path = os.environ.get("HLTM_CHROMIUM", "/usr/bin/chromium")
+    required = bool(os.environ.get("HLTM_REQUIRE_BROWSER"))
+    missing = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing = "playwright is not installed (pip install -e '.[dev]')"
+    if missing is None and not Path(path).exists():
+        missing = f"no chromium at {path} (apt-get install chromium, or set HLTM_CHROMIUM)"
+    if missing is not None:
+        if required:
+            pytest.fail(f"HLTM_REQUIRE_BROWSER is set but {missing}")
+        pytest.skip(missing)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, headless=True)
+        yield browser
+        browser.close()

@@ -166,8 +166,8 @@ def test_a_cli_run_names_its_partition_range_for_a_person(indexed, world):
     ends = [label.split(": ", 1)[1] for label in labels]
     assert sorted(ends) == sorted(
         [
-            f"{len(world.projects)} projects of {len(world.seats)} seats",
-            f"{len(world.seats)} seats of {len(world.accounts)} accounts",
-            f"{len(world.accounts)} accounts",
+            f"{len(world.projects)} projects of {len(world.seats)} recruiters",
+            f"{len(world.seats)} recruiters of {len(world.accounts)} organizations",
+            f"{len(world.accounts)} organizations",
         ]
     )

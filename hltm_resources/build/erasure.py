@@ -109,13 +109,11 @@ def erasure_pending(settings: Settings) -> bool:
 def complete_erasures(settings: Settings) -> list[str]:
     """Finish every recorded erasure: vectors and their old table versions, cached LLM
     replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
-    pending = pending_erasures(settings)
-    nodes = sorted(pending)
-    gone = [n for n in nodes if pending[n] == GONE]
+    nodes = sorted(pending_erasures(settings))
     marker = marker_path(settings)
     if nodes and (missing := _unreachable_stores(settings)):
         # Finish what this process can; the journal stays for one that reaches the rest.
-        erase_everywhere(settings, nodes, gone)
+        erase_everywhere(settings, nodes)
         warnings.warn(
             f"erasure of {len(nodes)} nodes not complete: {', '.join(missing)} is erased by "
             "the hltm command line (run hltm index); hltm check fails until then",
@@ -124,7 +122,7 @@ def complete_erasures(settings: Settings) -> list[str]:
         )
         return []
     if nodes:
-        erase_everywhere(settings, nodes, gone)
+        erase_everywhere(settings, nodes)
         fault("erase:stores-clean")
         marker.write_text("rewrite the DuckDB file: freed blocks hold erased rows\n")
         _sync(marker)
@@ -139,12 +137,10 @@ def complete_erasures(settings: Settings) -> list[str]:
     return nodes
 
 
-def erase_everywhere(
-    settings: Settings, node_ids: Sequence[str], gone: Sequence[str] | None = None
-) -> None:
-    """Remove vectors (and their old table versions) and cached LLM outputs of ``node_ids``,
-    and the records the outer stores keep of the ``gone`` ones (default: all of them; nodes
-    only emptied keep their run history)."""
+def erase_everywhere(settings: Settings, node_ids: Sequence[str]) -> None:
+    """Remove vectors (and their old table versions), cached LLM outputs and the records the
+    outer stores keep of ``node_ids``. Nodes only emptied (the ancestors of a deleted node)
+    lose their run history too: it shows what their memory held, the erased node's facts."""
     store = VectorStore(settings.lancedb_path, model_id=None, dim=None)
     if node_ids:
         store.delete_nodes(node_ids)
@@ -154,7 +150,7 @@ def erase_everywhere(
 
     purge_nodes(settings, node_ids)
     for erase in OUTER_STORES.values():
-        erase(settings, node_ids if gone is None else gone)
+        erase(settings, node_ids)
     fault("erase:runs-deleted")
 
 

@@ -25,29 +25,32 @@ def _cell(text: str) -> str:
 
 
 def support_text(support: int, leaf_count: int, schema: TreeSchema) -> str:
-    """``9 of 12 projects`` (the leaf level's plural, or its noun for one)."""
+    """``9 of 12 projects`` (in the leaf level's noun)."""
     leaf = schema.leaf
-    return f"{support} of {leaf_count} {leaf.noun if leaf_count == 1 else leaf.plural}"
+    return f"{support} of {leaf_count} {leaf.noun if leaf_count == 1 else leaf.nouns}"
 
 
 def memory_preview(node: NodeInfo, memory: Memory, schema: TreeSchema) -> str:
     """The markdown preview of ``node``'s ``memory``."""
+    size = "" if memory.level == schema.leaf.name else f", {memory.leaf_count} {schema.leaf.nouns}"
     lines = [
-        f"**{node.name}** ({node.node_id})",
+        f"**{node.name}** ({node.node_id}{size})",
         "",
         f"> {_cell(memory.summary.concise)}",
         "",
     ]
-    if memory.facets:
-        top = sorted(memory.facets, key=lambda f: -f.support)[:PREVIEW_FACETS]
+    # The count of leaves is a facet too (``project_count: 12``): the heading says it.
+    facets = [f for f in memory.facets if f.key != schema.leaf_count_key]
+    if facets:
+        top = sorted(facets, key=lambda f: -f.support)[:PREVIEW_FACETS]
         lines += ["| facet | support | from |", "| --- | --- | --- |"]
         lines += [
             f"| {_cell(f.text)} | {support_text(f.support, memory.leaf_count, schema)} "
             f"| {_sources(f.source_ids)} |"
             for f in top
         ]
-        if len(memory.facets) > len(top):
-            lines.append(f"\n{len(memory.facets) - len(top)} more facets.")
+        if len(facets) > len(top):
+            lines.append(f"\n{len(facets) - len(top)} more facets.")
         lines.append("")
     for qa in memory.qa[:PREVIEW_QA]:
         lines.append(

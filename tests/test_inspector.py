@@ -1,0 +1,480 @@
+"""The memory inspector (``hltm inspect``), over plain HTTP: what each page shows, that its
+links resolve, that a scope hides everything outside it, and that it never writes the home.
+
+Expected values are read from the home's public DuckDB views, not from the inspector's code.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import duckdb
+import pytest
+
+from hltm_resources.config import ConfigError, Settings
+from query import Memory
+from query.inspector import Inspector, InspectorServer, serving_agents
+from tests.conftest import loaded_and_built, write_tree
+
+QUESTION = "Where are the jobs usually located?"
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def serving(settings: Settings, scope: str | None = None) -> Iterator[str]:
+    """An inspector on a free loopback port, in a thread; yields its base URL (no slash)."""
+    app = Inspector(settings, scope=scope)
+    server = InspectorServer(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.url.rstrip("/")
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.close()
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """(status, body) of a GET, errors included."""
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, reply.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8")
+
+
+def text(page: str) -> str:
+    """What a reader sees: tags dropped, entities decoded, whitespace collapsed."""
+    page = re.sub(r"<style>.*?</style>", " ", page, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "a":
+            self.hrefs += [v for k, v in attrs if k == "href"]
+
+
+def links(page: str) -> list[str]:
+    parser = _Links()
+    parser.feed(page)
+    return parser.hrefs
+
+
+def node_url(node_id: str) -> str:
+    return "/node/" + quote(node_id, safe=":@")
+
+
+def doc_url(doc_id: str) -> str:
+    return "/doc/" + quote(doc_id, safe=":@")
+
+
+def ask_url(scope: str, question: str) -> str:
+    return "/ask?" + urlencode({"scope": scope, "q": question})
+
+
+def rows(settings: Settings, sql: str, params: list | None = None) -> list[tuple]:
+    con = duckdb.connect(str(settings.duckdb_path), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def files_of(home: Path) -> dict[str, tuple[int, int]]:
+    """Every file under the home with its size and modification time."""
+    return {
+        str(p.relative_to(home)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(home.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def base(built_home) -> Iterator[str]:
+    with serving(built_home) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def seat(built_home) -> tuple[str, str, int]:
+    """(id, name, leaf count) of the first seat with more than one project."""
+    return rows(
+        built_home,
+        "SELECT node_id, name, leaf_count FROM memory_nodes WHERE level = 'seat' "
+        "AND leaf_count > 1 ORDER BY node_id LIMIT 1",
+    )[0]
+
+
+@pytest.fixture(scope="module")
+def leaf(built_home, seat) -> str:
+    return rows(
+        built_home,
+        "SELECT min(node_id) FROM memory_nodes WHERE parent_id = ?",
+        [seat[0]],
+    )[0][0]
+
+
+# -- browsing ------------------------------------------------------------------------------------
+
+
+def test_the_top_page_lists_every_node_of_the_top_level(built_home, base):
+    status, page = get(base + "/")
+    assert status == 200
+    accounts = rows(built_home, "SELECT node_id, name FROM memory_nodes WHERE level = 'account'")
+    assert accounts
+    for node_id, name in accounts:
+        assert node_url(node_id) in links(page)
+        assert name in text(page)
+    assert "/node/seat:" not in page  # one level at a time
+
+
+def test_a_seat_page_shows_its_summary_and_facets_with_their_support(built_home, base, seat):
+    seat_id, name, leaf_count = seat
+    status, page = get(base + node_url(seat_id))
+    assert status == 200
+    shown = text(page)
+    concise, detailed = rows(
+        built_home, "SELECT concise, detailed FROM memory_summaries WHERE node_id = ?", [seat_id]
+    )[0]
+    assert concise in shown and detailed in shown
+    # A facet held by some but not all of the seat's projects: "value: 2 of 4 projects".
+    value, support = rows(
+        built_home,
+        "SELECT value, support FROM memory_facets WHERE node_id = ? AND key = 'location' "
+        "AND support < ? ORDER BY support DESC, value LIMIT 1",
+        [seat_id, leaf_count],
+    )[0]
+    assert f"{value}: {support} of {leaf_count} projects" in shown
+    engine, hints = rows(
+        built_home, "SELECT engine, hints_version FROM memory_nodes WHERE node_id = ?", [seat_id]
+    )[0]
+    assert engine in shown and f"hints v{hints}" in shown
+    assert "level seat" in shown and name in shown
+
+
+def test_a_seat_page_lists_its_qa_pairs_and_links_its_children(built_home, base, seat):
+    _, page = get(base + node_url(seat[0]))
+    question, answer = rows(
+        built_home, "SELECT question, answer FROM memory_qa WHERE node_id = ? LIMIT 1", [seat[0]]
+    )[0]
+    assert question in text(page) and answer in text(page)
+    children = rows(built_home, "SELECT node_id FROM memory_nodes WHERE parent_id = ?", [seat[0]])
+    assert {node_url(c) for (c,) in children} <= set(links(page))
+
+
+def test_a_leaf_page_links_its_documents_and_a_document_page_shows_its_text(built_home, base, leaf):
+    _, page = get(base + node_url(leaf))
+    documents = rows(
+        built_home,
+        "SELECT doc_id, text FROM sot_documents WHERE project_id = ?",
+        [leaf.split(":", 1)[1]],
+    )
+    assert documents
+    for doc_id, body in documents:
+        assert doc_url(doc_id) in links(page)
+        status, doc_page = get(base + doc_url(doc_id))
+        assert status == 200
+        assert body in html.unescape(doc_page)  # verbatim, in a <pre>
+
+
+@pytest.mark.parametrize("which", ["seat", "leaf"])
+def test_every_link_on_a_node_page_resolves(base, seat, leaf, which):
+    """Provenance (documents at a leaf, child nodes at a seat), breadcrumbs and children."""
+    node_id = seat[0] if which == "seat" else leaf
+    _, page = get(base + node_url(node_id))
+    hrefs = sorted(set(links(page)))
+    assert any(h.startswith(("/doc/", "/node/project:")) for h in hrefs)
+    for href in hrefs:
+        assert get(base + href)[0] == 200, href
+
+
+# -- asking --------------------------------------------------------------------------------------
+
+
+def test_ask_shows_the_answer_its_citations_and_each_views_scores(built_home, base, seat):
+    status, page = get(base + ask_url(seat[0], QUESTION))
+    assert status == 200
+    with Memory(built_home, log_queries=False) as mem:  # the serving path, asked directly
+        expected = mem.ask(QUESTION, scope=seat[0])
+    shown = text(page)
+    assert expected.answer in shown
+    assert expected.references
+    for ref in expected.references:
+        assert node_url(ref) in links(page)
+        assert get(base + node_url(ref))[0] == 200
+    for view in ("facets", "qa", "summaries"):
+        top = expected.contexts[view][0]["score"]
+        assert f"{top:.3f}" in shown, view
+    for heading in ("Facets", "QA pairs", "Summaries", "Retrieved context"):
+        assert heading in shown
+
+
+def test_the_node_page_asks_within_the_node_through_a_plain_get_form(base, seat):
+    _, page = get(base + node_url(seat[0]))
+    form = re.search(r"<form[^>]*>.*?</form>", page, flags=re.S).group(0)
+    assert 'method="get"' in form and 'action="/ask"' in form
+    assert f'name="scope" value="{seat[0]}"' in form and 'name="q"' in form
+    assert "<script" not in page
+
+
+def test_pages_and_questions_are_served_side_by_side(base, seat, leaf):
+    """Pages read on their own connections while questions take turns on the one Memory."""
+    paths = [node_url(seat[0]), node_url(leaf), "/", ask_url(seat[0], QUESTION)]
+    paths += [ask_url(leaf, "Which skills are required?")]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(lambda p: get(base + p)[0], paths * 4))
+    assert statuses == [200] * len(statuses)
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/node/seat:does-not-exist", "/node/nonsense", "/doc/no-such-doc", "/nowhere"]
+)
+def test_what_is_not_there_is_a_404_with_a_way_back(base, path):
+    status, page = get(base + path)
+    assert status == 404
+    assert 'href="/"' in page
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "scope={seat}",  # no question
+        "scope={seat}&q=",  # an empty one
+        "scope={seat}&q=%20%20",  # a blank one
+        "q=where",  # no scope
+        "scope={seat}&q=a&q=b",  # a question twice
+        "scope={seat}&q=%FF",  # not UTF-8
+        "scope=seat%3Ano%20way&q=where",  # a malformed scope
+    ],
+)
+def test_a_bad_query_string_is_a_400_that_says_what_to_do(base, seat, query):
+    status, page = get(base + "/ask?" + query.format(seat=quote(seat[0])))
+    assert status == 400
+    assert 'class="error"' in page or "class=error" in page
+
+
+def test_requests_for_another_host_name_are_refused(base):
+    """A web page that rebinds its own DNS name to 127.0.0.1 cannot read the memory."""
+    status, _ = get(base + "/", headers={"Host": "attacker.example:8765"})
+    assert status == 400
+
+
+def test_only_loopback_addresses_are_served(built_home):
+    app = Inspector(built_home)
+    try:
+        with pytest.raises(ConfigError, match="loopback"):
+            InspectorServer(app, "0.0.0.0", 0)
+    finally:
+        app.close()
+
+
+def test_hltm_inspect_prints_its_url_and_serves_until_ctrl_c(built_home):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(built_home.home), "inspect"]
+        + ["--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell's background jobs ignore SIGINT, and exec keeps that: Ctrl-C as in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line + proc.stderr.read()
+        assert get(url.group(0))[0] == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout.read() == ""  # one line, the URL
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_cli_refuses_a_non_loopback_host(built_home, capsys):
+    from hltm_assets.cli import main
+
+    code = main(["--home", str(built_home.home), "inspect", "--host", "0.0.0.0"])
+    assert code == 2
+    assert "loopback" in capsys.readouterr().err
+
+
+# -- scope -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scoped(built_home) -> Iterator[tuple[str, dict[str, str]]]:
+    """An inspector scoped to one seat, and nodes inside and outside it."""
+    seat_id, account = rows(
+        built_home,
+        "SELECT node_id, parent_id FROM memory_nodes WHERE level = 'seat' ORDER BY node_id LIMIT 1",
+    )[0]
+    sibling = rows(
+        built_home,
+        "SELECT node_id FROM memory_nodes WHERE parent_id = ? AND node_id <> ? LIMIT 1",
+        [account, seat_id],
+    )[0][0]
+    other_account = rows(
+        built_home,
+        "SELECT node_id FROM memory_nodes WHERE level = 'account' AND node_id <> ? LIMIT 1",
+        [account],
+    )[0][0]
+
+    def first_leaf(parent: str) -> str:
+        return rows(
+            built_home, "SELECT min(node_id) FROM memory_nodes WHERE parent_id = ?", [parent]
+        )[0][0]
+
+    def first_doc(leaf_id: str) -> str:
+        return rows(
+            built_home,
+            "SELECT min(doc_id) FROM sot_documents WHERE project_id = ?",
+            [leaf_id.split(":", 1)[1]],
+        )[0][0]
+
+    nodes = {
+        "scope": seat_id,
+        "inside": first_leaf(seat_id),
+        "account": account,
+        "sibling": sibling,
+        "cousin": first_leaf(sibling),
+        "other_account": other_account,
+    }
+    nodes["inside_doc"] = first_doc(nodes["inside"])
+    nodes["cousin_doc"] = first_doc(nodes["cousin"])
+    with serving(built_home, scope=seat_id) as url:
+        yield url, nodes
+
+
+def test_a_scoped_inspector_opens_on_its_scope_and_shows_what_is_inside(built_home, scoped):
+    base, nodes = scoped
+    name = rows(built_home, "SELECT name FROM memory_nodes WHERE node_id = ?", [nodes["scope"]])
+    status, page = get(base + "/")
+    assert status == 200 and name[0][0] in text(page)
+    assert get(base + node_url(nodes["inside"]))[0] == 200
+    assert get(base + doc_url(nodes["inside_doc"]))[0] == 200
+    assert get(base + ask_url(nodes["inside"], QUESTION))[0] == 200
+
+
+@pytest.mark.parametrize("outside", ["account", "sibling", "cousin", "other_account"])
+def test_a_scoped_inspector_shows_no_node_outside_its_scope(scoped, outside):
+    base, nodes = scoped
+    assert get(base + node_url(nodes[outside]))[0] == 404
+
+
+@pytest.mark.parametrize("outside", ["account", "sibling", "cousin", "other_account"])
+def test_a_scoped_inspector_answers_no_question_outside_its_scope(scoped, outside):
+    base, nodes = scoped
+    status, page = get(base + ask_url(nodes[outside], QUESTION))
+    assert status == 404
+    assert "Answer" not in text(page)
+
+
+def test_a_scoped_inspector_shows_no_document_outside_its_scope(scoped):
+    base, nodes = scoped
+    assert get(base + doc_url(nodes["cousin_doc"]))[0] == 404
+
+
+def test_a_scoped_inspector_links_nothing_above_or_beside_its_scope(scoped):
+    base, nodes = scoped
+    for path in ("/", node_url(nodes["inside"]), doc_url(nodes["inside_doc"])):
+        hrefs = set(links(get(base + path)[1]))
+        assert node_url(nodes["account"]) not in hrefs
+        for href in hrefs:
+            assert get(base + href)[0] == 200, href
+
+
+# -- read-only, escaping, rebuilds ----------------------------------------------------------------
+
+
+def test_the_inspector_never_writes_the_home(built_home):
+    before = files_of(built_home.home)
+    with serving(built_home) as base:
+        seat_id, leaf_id, doc_id = rows(
+            built_home,
+            "SELECT n.parent_id, n.node_id, min(d.doc_id) FROM memory_nodes n "
+            "JOIN sot_documents d ON 'project:' || d.project_id = n.node_id "
+            "GROUP BY 1, 2 ORDER BY 2 LIMIT 1",
+        )[0]
+        for path in ("/", node_url(seat_id), node_url(leaf_id), doc_url(doc_id)):
+            assert get(base + path)[0] == 200
+        assert get(base + ask_url(seat_id, QUESTION))[0] == 200
+        assert get(base + ask_url(leaf_id, "Which skills are required?"))[0] == 200
+    assert files_of(built_home.home) == before
+
+
+def test_an_llm_engine_in_the_inspector_caches_no_reply_in_the_home(tmp_path):
+    settings = Settings(
+        home=tmp_path / "home",
+        engine="openai",
+        chat_model="any",
+        api_key="unused",
+        base_url="http://127.0.0.1:9/v1",
+        llm_context_tokens=8192,
+    )
+    agents = serving_agents(settings)
+    agents.client.cache.put("key", None, "answer", "any", "{}")
+    assert agents.client.cache.get("key") is None
+    assert not (tmp_path / "home").exists()
+
+
+def test_memory_text_is_escaped_and_a_rebuild_is_shown_without_a_restart(tmp_path):
+    snapshot = write_tree(
+        tmp_path / "v1",
+        {"s1": "a1"},
+        [("p1", "s1", "<script>alert(1)</script> Data Engineer")],
+        [("d1", "p1", "Title: Data Engineer\nLocation: Dublin, Ireland\nNote: <b>bold</b> & co")],
+    )
+    settings = loaded_and_built(tmp_path / "home", snapshot)
+    with serving(settings) as base:
+        for path in ("/node/seat:s1", "/node/project:p1", "/doc/d1"):
+            status, page = get(base + path)
+            assert status == 200
+            assert "<script" not in page and "<b>bold" not in page
+        assert (
+            "&lt;script&gt;alert(1)&lt;/script&gt; Data Engineer" in get(base + "/node/seat:s1")[1]
+        )
+        assert get(base + ask_url("seat:s1", QUESTION))[0] == 200
+
+        # Rebuilt while it runs: the next pages show the new memory.
+        loaded_and_built(
+            tmp_path / "home",
+            write_tree(
+                tmp_path / "v2",
+                {"s1": "a1"},
+                [("p1", "s1", "Data Engineer"), ("p2", "s1", "Platform Engineer")],
+                [
+                    ("d1", "p1", "Title: Data Engineer\nLocation: Dublin, Ireland"),
+                    ("d2", "p2", "Title: Platform Engineer\nLocation: Lisbon, Portugal"),
+                ],
+            ),
+        )
+        status, page = get(base + "/node/seat:s1")
+        assert status == 200 and "Platform Engineer" in text(page)
+        assert get(base + "/node/project:p2")[0] == 200
+        assert get(base + ask_url("seat:s1", QUESTION))[0] == 200
