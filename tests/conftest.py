@@ -127,11 +127,14 @@ def llm_url():
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
     """A headless Chromium through Playwright, the system's browser (Debian's ``chromium``;
     ``playwright install`` downloads, which these machines cannot). Skipped when either is
     missing, unless ``HLTM_REQUIRE_BROWSER`` is set (CI sets it: there, missing is a failure).
+
+    One per test module: Playwright's sync API runs an event loop on the main thread while it
+    is open, and Dagster's automation evaluation (``asyncio.run``) fails under a running one.
     """
     import os
 
