@@ -240,3 +240,25 @@ def test_automation_runs_the_completeness_check_and_leaves_the_full_rebuild_to_t
         k.name
         for k in loaded.resolve_job_def(nightly.name).asset_layer.asset_graph.asset_check_keys
     }
+
+
+def test_each_level_asset_says_where_its_memory_lives_and_what_builds_it(built_home):
+    from pathlib import Path
+
+    loaded = build_definitions(built_home)
+    for asset in ("project_memory", "seat_memory", "account_memory"):
+        spec = next(iter(loaded.get_assets_def(asset).specs))
+        meta = spec.metadata
+        columns = [c.name for c in meta["dagster/column_schema"].columns]
+        assert {"node_id", "level", "engine", "hints_version", "leaf_count"} <= set(columns)
+        assert "memory_facets" in meta["views"].value and "support" in meta["views"].value
+        assert meta["duckdb_path"].value == str(built_home.duckdb_path)
+        assert meta["lancedb_path"].value == str(built_home.lancedb_path)
+        references = meta["dagster/code_references"].code_references
+        assert len(references) == 3
+        for ref in references:
+            lines = Path(ref.file_path).read_text().splitlines()
+            start = ref.line_number - 1  # the function, or its first decorator
+            assert any(line.lstrip().startswith("def ") for line in lines[start : start + 3])
+        assert spec.owners == ["team:hltm"]
+        assert spec.tags["hltm/level"] == asset.removesuffix("_memory")
