@@ -78,8 +78,8 @@ def add_partition_metadata(context: dg.AssetExecutionContext, own: dict[str, dic
     so far on each call, so a call per partition grows with the square of the range (7,173
     calls took 5.8 s of a 1 % churn at 10k; a full build's range of 100k partitions would
     take hours). This puts the same entries into the step's metadata accumulator in one go.
-    It uses Dagster 1.13's internals (pinned in pyproject.toml); tests/test_dagster.py checks
-    that every partition of a range run carries its own metadata.
+    It uses Dagster 1.13's internals (pinned in pyproject.toml); tests/test_partition_metadata.py
+    checks that every partition of a range run carries its own metadata.
     """
     step = context.op_execution_context._step_execution_context
     entries = {
