@@ -478,3 +478,17 @@ def test_memory_text_is_escaped_and_a_rebuild_is_shown_without_a_restart(tmp_pat
         assert status == 200 and "Platform Engineer" in text(page)
         assert get(base + "/node/project:p2")[0] == 200
         assert get(base + ask_url("seat:s1", QUESTION))[0] == 200
+
+
+def test_a_warmed_up_inspector_answers_as_a_cold_one(built_home):
+    """``hltm inspect`` warms its memory up in the background: it changes when the cost is
+    paid, never the answer."""
+    seat = rows(built_home, "SELECT min(node_id) FROM memory_nodes WHERE level = 'seat'")[0][0]
+    cold, warm = Inspector(built_home), Inspector(built_home)
+    try:
+        warm.warm_up()
+        a, b = cold.ask(QUESTION, seat), warm.ask(QUESTION, seat)
+        assert (a.answer, a.references) == (b.answer, b.references) and a.references
+    finally:
+        cold.close()
+        warm.close()

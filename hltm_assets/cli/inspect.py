@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 
 from hltm_assets.cli.common import CliError, settings_of
 
@@ -23,6 +24,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             f"cannot listen on {args.host} port {args.port} ({exc.strerror or exc}): "
             "choose another --port (0 picks a free one)"
         ) from None
+    threading.Thread(target=app.warm_up, name="inspector-warm-up", daemon=True).start()
     scope = f", scope {app.scope_id}" if app.scope_id else ""
     print(
         f"memory inspector of {settings.home}{scope}: {server.url} (read-only; Ctrl-C stops it)",
