@@ -99,13 +99,11 @@ def _result(
     run = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
     run["batch"] = dg.MetadataValue.json(run["batch"])
     own = report.node_metadata()
-    add_partition_metadata(
-        context,
-        {
-            key: _own_metadata(own[node_id(level, key)], run) if node_id(level, key) in own else run
-            for key in context.partition_keys
-        },
-    )
+    entries = {}
+    for key in context.partition_keys:
+        entry = own.get(node_id(level, key))
+        entries[key] = run if entry is None else _own_metadata(entry, run)
+    add_partition_metadata(context, entries)
     return dg.MaterializeResult()
 
 

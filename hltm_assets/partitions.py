@@ -18,6 +18,7 @@ from hltm_resources.config import Settings
 from hltm_resources.models import Topology, stable_hash
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
+from hltm_resources.text import plural_s
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,7 @@ def range_label(tree: TreePartitions, level: str, start: str, end: str) -> str:
     schema = tree.topology.schema
     keys = tree.of_level(level).get_partition_keys()
     span = keys[keys.index(start) : keys.index(end) + 1]
-    lv = schema.level(level)
-    what = f"{len(span)} {lv.noun if len(span) == 1 else lv.nouns}"
+    what = plural_s(len(span), schema.level(level).noun)
     nodes = tree.topology.level(level)
     parents = list(dict.fromkeys(nodes[k].parent_id for k in span))
     if parents == [None]:
@@ -175,4 +175,4 @@ def range_label(tree: TreePartitions, level: str, start: str, end: str) -> str:
     if len(parents) == 1:
         parent = tree.topology.node(parents[0])
         return f"{start}..{end}: {what} of {up.noun} {parent.name} ({parent.node_id})"
-    return f"{start}..{end}: {what} of {len(parents)} {up.nouns}"
+    return f"{start}..{end}: {what} of {plural_s(len(parents), up.noun)}"

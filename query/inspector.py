@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote
 
 from hltm_resources.build.hints import load_active_hints
+from hltm_resources.build.preview import support_text
 from hltm_resources.config import ConfigError, Settings
 from hltm_resources.engines import MemoryAgents
 from hltm_resources.errors import USER_ERRORS, QuestionError, ScopeError
@@ -36,6 +37,7 @@ from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
 from hltm_resources.stores.database import StoreBusyError
 from hltm_resources.stores.memory_rows import INVALIDATED
+from hltm_resources.text import plural_s
 from query.memory import AskResult, Memory
 from query.scope import Scope, check_open, resolve_scope
 
@@ -414,14 +416,9 @@ def parent_path(path: str) -> str:
     return path.rpartition("/")[0]
 
 
-def counted(n: int, one: str, many: str) -> str:
-    """``1 document``, ``3 documents``."""
-    return f"{n} {one if n == 1 else many}"
-
-
 def leaves(schema: TreeSchema, n: int) -> str:
     """``12 projects``, in the leaf level's noun."""
-    return counted(n, schema.leaf.noun, schema.leaf.nouns)
+    return plural_s(n, schema.leaf.noun)
 
 
 def listed(count: int, noun: str) -> str:
@@ -547,15 +544,15 @@ def facets_html(schema: TreeSchema, node: Node, facets: list) -> str:
     if not shown:
         return '<h2>Facets</h2><p class="meta">No facets stored.</p>'
     child = schema.child(node.level)
-    nouns = ("document", "documents") if child is None else (child.noun, child.nouns)
+    source = "document" if child is None else child.noun
     rows, previous = [], None
     for key, value, support, sources in shown:
         label = esc(key.replace("_", " ")) if key != previous else ""
         previous = key
-        text = value if is_leaf else f"{value}: {support} of {node.leaf_count} {schema.leaf.nouns}"
+        text = value if is_leaf else f"{value}: {support_text(support, node.leaf_count, schema)}"
         rows.append(
             f'<tr><td class="key">{label}</td><td>{esc(text)}</td><td class="src"><details>'
-            f"<summary>from {esc(counted(len(sources), *nouns))}</summary>"
+            f"<summary>from {esc(plural_s(len(sources), source))}</summary>"
             f"{provenance(sources, is_leaf)}</details></td></tr>"
         )
     return f"<h2>Facets ({len(shown)})</h2><table>{''.join(rows)}</table>"
@@ -579,7 +576,7 @@ def children_html(schema: TreeSchema, node: Node, children: list[Node]) -> str:
 
     def size(c: Node) -> str:
         if schema.is_leaf(c.level):
-            return counted(c.doc_count, "document", "documents")
+            return plural_s(c.doc_count, "document")
         return leaves(schema, c.leaf_count)
 
     items = "".join(

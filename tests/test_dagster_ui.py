@@ -72,7 +72,7 @@ def demo_home(tmp_path_factory) -> Settings:
 def ui(demo_home) -> Iterator[str]:
     """``hltm dev`` on the demo's home; its URL once the webserver answers."""
     port = free_port()
-    log = open(demo_home.home.parent / "dev.log", "w")  # noqa: SIM115 (closed below)
+    log = open(demo_home.home.parent / "dev.log", "w")  # closed below, with the server
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -89,37 +89,40 @@ class NodeBuildError(RuntimeError):
 
 @dataclass
 class BuildReport:
-    """What building a batch of one level did."""
+    """What building a batch of one level did: an entry per node (:func:`node_entry`), built
+    or left as it was (``only_changed``), and the batch's time per phase and engine usage."""
 
     level: str
-    nodes: list[str] = field(default_factory=list)
-    #: Nodes of the batch left as they were: their stored memory is current (``only_changed``).
-    unchanged: list[str] = field(default_factory=list)
-    facets: int = 0
-    qa: int = 0
-    passages: int = 0
-    documents: int = 0
+    per_node: list[dict] = field(default_factory=list)
     engine_s: float = 0.0
     embed_s: float = 0.0
     write_s: float = 0.0
-    embedded_texts: int = 0
     usage: dict = field(default_factory=dict)
-    per_node: list[dict] = field(default_factory=list)
+
+    def _with(self, status: str) -> list[dict]:
+        return [e for e in self.per_node if e["status"] == status]
+
+    @property
+    def nodes(self) -> list[str]:
+        """The nodes built."""
+        return [e["node_id"] for e in self._with("built")]
+
+    @property
+    def unchanged(self) -> list[str]:
+        """The nodes left as they were: their stored memory is current."""
+        return [e["node_id"] for e in self._with("unchanged")]
 
     def metadata(self, engine_id: str, embed_model: str) -> dict:
         """Which engine and model built the batch, and what the batch as a whole did
         (``batch``: every partition of a run carries it, so it is one entry)."""
-        batch = {
-            "nodes_built": len(self.nodes),
-            "nodes_unchanged": len(self.unchanged),
-            "facets": self.facets,
-            "qa_pairs": self.qa,
-            "evidence_passages": self.passages,
-            "source_documents": self.documents,
+        built = self._with("built")
+        batch = {"nodes_built": len(built), "nodes_unchanged": len(self._with("unchanged"))}
+        totals = ("facets", "qa_pairs", "evidence_passages", "source_documents", "embedded_texts")
+        batch |= {key: sum(e[key] for e in built) for key in totals}
+        batch |= {
             "engine_seconds": round(self.engine_s, 3),
             "embed_seconds": round(self.embed_s, 3),
             "write_seconds": round(self.write_s, 3),
-            "embedded_texts": self.embedded_texts,
         }
         batch.update({k: v for k, v in self.usage.items() if v is not None})
         return {"engine": engine_id, "embed_model": embed_model, "batch": batch}
@@ -352,7 +355,6 @@ class Indexer:
             _check_children(topo, level, nodes, expected_children)
         if only_changed:
             nodes, unchanged = self._split_changed(topo, level, nodes)
-            report.unchanged = [n.node_id for n in unchanged]
             report.per_node += self._stored_entries(unchanged)
         failures: dict[str, str] = {}
         size = LEAF_CHUNK if self.schema.is_leaf(level) else PARENT_CHUNK
@@ -490,12 +492,6 @@ class Indexer:
         report.embed_s += t2 - t1
         report.write_s += t3 - t2
         for node, memory, _, n_docs in items:
-            report.nodes.append(node.node_id)
-            report.facets += len(memory.facets)
-            report.qa += len(memory.qa)
-            report.passages += len(memory.evidence)
-            report.documents += n_docs
-            report.embedded_texts += embedded.get(node.node_id, 0)
             report.per_node.append(
                 node_entry(node, memory, self.schema, "built")
                 | {"source_documents": n_docs, "embedded_texts": embedded.get(node.node_id, 0)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hltm_resources.models import Memory, NodeInfo
 from hltm_resources.schema import TreeSchema
+from hltm_resources.text import collapse_ws, plural_s
 
 #: How many facets and QA pairs a preview shows, and provenance ids per item.
 PREVIEW_FACETS = 5
@@ -21,13 +22,12 @@ def _sources(ids: tuple[str, ...]) -> str:
 
 def _cell(text: str) -> str:
     """Text safe inside a markdown table cell (memory text comes from user documents)."""
-    return " ".join(text.split()).replace("|", "\\|")
+    return collapse_ws(text).replace("|", "\\|")
 
 
 def support_text(support: int, leaf_count: int, schema: TreeSchema) -> str:
     """``9 of 12 projects`` (in the leaf level's noun)."""
-    leaf = schema.leaf
-    return f"{support} of {leaf_count} {leaf.noun if leaf_count == 1 else leaf.nouns}"
+    return f"{support} of {plural_s(leaf_count, schema.leaf.noun)}"
 
 
 def memory_preview(node: NodeInfo, memory: Memory, schema: TreeSchema) -> str:
