@@ -26,7 +26,7 @@ from hltm_assets.partitions import TreePartitions
 from hltm_resources.build.indexer import BuildReport, Indexer, StaleTopologyError
 from hltm_resources.config import Settings
 from hltm_resources.ids import node_id
-from hltm_resources.stores.lock import home_lock
+from hltm_resources.stores.lock import run_lock
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
 WRITER_POOL = "hltm_writer"
@@ -168,7 +168,7 @@ def build_level(
     children = _mapped_children(context, child_asset) if child_asset else None
     only_changed = context.run.tags.get(ONLY_CHANGED_TAG) == "true"
     with (
-        home_lock(hltm.settings.home, "index (Dagster run)", wait_s=RUN_LOCK_WAIT_S),
+        run_lock(hltm.settings, "index (Dagster run)", wait_s=RUN_LOCK_WAIT_S),
         _progress(context, level, len(keys)) as tick,
     ):
         report = hltm.build(

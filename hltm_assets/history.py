@@ -36,23 +36,71 @@ ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
 ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
 _LIMIT = 10_000
+#: The Dagster instance of the distributed deployment (its folder in the home of each machine,
+#: every value from the environment): runs and event logs in PostgreSQL, runs launched onto
+#: the Celery workers, and the ``hltm_writer`` pool open to 16 writing runs at once (the lake
+#: and LanceDB take concurrent writers; locally it is 1, the one DuckDB file's writer).
+DISTRIBUTED_YAML = """# Dagster instance of HLTM's distributed deployment (written by hltm;
+# the values come from the environment, as every machine of the deployment sets it).
+storage:
+  postgres:
+    postgres_url:
+      env: HLTM_CATALOG_URL
+run_launcher:
+  module: dagster_celery.launcher
+  class: CeleryRunLauncher
+  config:
+    broker:
+      env: HLTM_BROKER_URL
+    backend:
+      env: HLTM_BROKER_URL
+    config_source:
+      worker_prefetch_multiplier: 1
+      task_track_started: true
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+concurrency:
+  pools:
+    default_limit: 16
+telemetry:
+  enabled: false
+run_monitoring:
+  enabled: true
+  poll_interval_seconds: 30
+"""
+
+
+def distributed_instance_dir(settings: Settings) -> Path:
+    """The folder of the distributed deployment's ``dagster.yaml`` (``DAGSTER_HOME`` of the
+    workers and of ``dagster dev``), written if missing."""
+    folder = Path(settings.home) / "dagster-distributed"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "dagster.yaml"
+    if not config.exists() or config.read_text() != DISTRIBUTED_YAML:
+        config.write_text(DISTRIBUTED_YAML)
+    return folder
 
 
 @contextmanager
 def open_instance(settings: Settings) -> Iterator:
-    """The Dagster instance whose storage lives in the home."""
+    """The Dagster instance whose storage lives in the home (distributed: in PostgreSQL)."""
     import logging
 
     import dagster as dg
 
     from hltm_assets.event_log import EVENT_BATCH_SIZE
 
+    logging.getLogger("dagster").setLevel(logging.ERROR)
+    if settings.distributed:
+        with dg.DagsterInstance.from_config(str(distributed_instance_dir(settings))) as instance:
+            yield instance
+        return
     home = Path(settings.home)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
-    logging.getLogger("dagster").setLevel(logging.ERROR)
     # Dagster hands a partition range's asset events over as one batch only when this is set;
     # the event log below then stores each batch in one transaction (event_log.py).
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", str(EVENT_BATCH_SIZE))
@@ -108,9 +156,52 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
             instance.delete_run(run_id)
             shutil.rmtree(Path(settings.home) / "storage" / run_id, ignore_errors=True)
         instance.wipe_asset_cached_status([dg.AssetKey(asset) for asset in targets])
-    _forget_latest(settings, runs)
-    compact_files(settings)
+        if settings.distributed:
+            _forget_latest_in(instance, runs)
+    if settings.distributed:
+        vacuum_catalog(settings)
+    else:
+        _forget_latest(settings, runs)
+        compact_files(settings)
     return sorted(runs)
+
+
+def _forget_latest_in(instance, runs: set[str]) -> None:
+    """:func:`_forget_latest` through the instance's own index connection (PostgreSQL)."""
+    import sqlalchemy as sa
+    from dagster._core.storage.event_log.schema import AssetKeyTable
+
+    if not runs:
+        return
+    with instance.event_log_storage.index_connection() as conn:
+        for run_id in sorted(runs):
+            conn.execute(
+                AssetKeyTable.update()
+                .where(
+                    sa.or_(
+                        AssetKeyTable.c.last_run_id == run_id,
+                        AssetKeyTable.c.last_materialization.like(f"%{run_id}%"),
+                    )
+                )
+                .values(
+                    last_materialization=None, last_materialization_timestamp=None, last_run_id=None
+                )
+            )
+
+
+def vacuum_catalog(settings: Settings) -> None:
+    """Rewrite every table of the deployment's PostgreSQL database (``VACUUM FULL``): deleted
+    rows (erased runs, the lake's catalog entries of erased files) stay in a table's pages
+    until then."""
+    import psycopg2
+
+    con = psycopg2.connect(settings.catalog_url)
+    con.autocommit = True
+    try:
+        with con.cursor() as cur:
+            cur.execute("VACUUM FULL")
+    finally:
+        con.close()
 
 
 def _forget_latest(settings: Settings, runs: set[str]) -> None:

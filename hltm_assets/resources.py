@@ -32,6 +32,17 @@ _HELP = {
 }
 
 
+#: Settings that may hold a password: wired with EnvVar, never stored as config values.
+_SECRETS = {
+    "api_key": "OPENAI_API_KEY",
+    "catalog_url": "HLTM_CATALOG_URL",
+    "broker_url": "HLTM_BROKER_URL",
+}
+
+
+_WORKER_INDEXERS: dict[Settings, Indexer] = {}
+
+
 class _HLTMResourceBase(dg.ConfigurableResource):
     """Where memory lives and which engine and embedder build it."""
 
@@ -40,25 +51,36 @@ class _HLTMResourceBase(dg.ConfigurableResource):
         return Settings(**(values | {"home": Path(values["home"]).resolve()}))
 
     def create_resource(self, context: dg.InitResourceContext) -> Indexer:
-        return Indexer(self.settings())
+        settings = self.settings()
+        if not settings.distributed:
+            return Indexer(settings)
+        # A worker of the distributed deployment runs one run after another in one process:
+        # it keeps its Indexer (engine, embedder and their caches) from run to run.
+        if settings not in _WORKER_INDEXERS:
+            _WORKER_INDEXERS[settings] = Indexer(settings)
+        return _WORKER_INDEXERS[settings]
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HLTMResource:
-        """A resource for ``settings``; the API key comes from ``OPENAI_API_KEY`` via EnvVar.
+        """A resource for ``settings``; the API key and the connection URLs come from their
+        variables via EnvVar (:data:`_SECRETS`).
 
-        A key is never put into resource config as a literal (Dagster would show and store
-        it): a key that did not come from ``OPENAI_API_KEY`` is refused.
+        A secret is never put into resource config as a literal (Dagster would show and store
+        it): one that did not come from its variable is refused.
         """
-        api_key = None
-        if settings.api_key:
-            if os.environ.get("OPENAI_API_KEY") != settings.api_key:
-                raise ConfigError(
-                    "Dagster runs read the API key from OPENAI_API_KEY (EnvVar); "
-                    "set it there instead of passing it directly"
-                )
-            api_key = dg.EnvVar("OPENAI_API_KEY")
+        secrets = {}
+        for name, var in _SECRETS.items():
+            value = getattr(settings, name)
+            if value:
+                if os.environ.get(var) != value:
+                    raise ConfigError(
+                        f"Dagster runs read {name} from {var} (EnvVar); set it there instead "
+                        "of passing it directly"
+                    )
+                value = dg.EnvVar(var)
+            secrets[name] = value
         values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(Settings)}
-        return cls(**(values | {"home": str(settings.home), "api_key": api_key}))
+        return cls(**(values | {"home": str(settings.home)} | secrets))
 
 
 def _config_fields() -> dict[str, tuple]:

@@ -239,7 +239,11 @@ def run_index(
     ``full``, the runs leave the nodes of their ranges whose memory is current (a ``plan``
     passed in must then be an incremental one, or its current nodes are not rebuilt).
     """
-    with home_lock(settings.home, "index"):
+    if settings.distributed:
+        from hltm_assets.distributed import run_index_distributed
+
+        return run_index_distributed(settings, full, show_progress, plan, reset_vectors, indexer)
+    with home_lock(settings, "index"):
         return _run_index(settings, full, show_progress, plan, reset_vectors, indexer)
 
 

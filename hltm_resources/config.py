@@ -10,16 +10,34 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hltm_resources.schema import DEFAULT_TREE, SchemaError, TreeSchema
 
+if TYPE_CHECKING:
+    from hltm_resources.stores.lake import Lake
+
 ENGINES = ("extractive", "openai")
+#: ``local``: everything in the home on this machine (the default). ``distributed``: Dagster's
+#: instance on PostgreSQL, steps on Celery workers, memory in a DuckLake and LanceDB on S3
+#: (README, "Running on more than one machine").
+DEPLOYMENTS = ("local", "distributed")
+#: What the distributed deployment needs, by setting, with the variable that sets it.
+DISTRIBUTED_NEEDS = {
+    "catalog_url": "HLTM_CATALOG_URL (postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE)",
+    "object_store": "HLTM_OBJECT_STORE (s3://BUCKET/PREFIX)",
+    "broker_url": "HLTM_BROKER_URL (redis://HOST:PORT/0)",
+}
 EMBEDDERS = ("local", "local-float", "openai")
 DEFAULT_HOME = ".hltm"
 
 
 class ConfigError(ValueError):
     """A setting that is missing or inconsistent."""
+
+
+class DeploymentError(RuntimeError):
+    """A service of the distributed deployment is missing, unreachable or not set up."""
 
 
 def resolve_home(home: str | os.PathLike | None = None) -> Path:
@@ -51,6 +69,14 @@ class Settings:
     #: the server (llama.cpp ``/props``, vLLM ``/v1/models``), else no limit but the above.
     llm_context_tokens: int | None = None
     adapt_auto_approve: bool = False
+    #: One of :data:`DEPLOYMENTS` (``HLTM_DEPLOYMENT``).
+    deployment: str = "local"
+    #: PostgreSQL for Dagster's instance and the lake's catalog (distributed).
+    catalog_url: str | None = field(default=None, repr=False)
+    #: Where the memory lake and the vectors live: ``s3://BUCKET/PREFIX`` (distributed).
+    object_store: str | None = None
+    #: The Celery broker the workers take steps from (distributed).
+    broker_url: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser().resolve())
@@ -60,6 +86,19 @@ class Settings:
             raise ConfigError(
                 f"embedder {self.embedder!r} is unknown: use one of {', '.join(EMBEDDERS)}"
             )
+        if self.deployment not in DEPLOYMENTS:
+            raise ConfigError(
+                f"deployment {self.deployment!r} (HLTM_DEPLOYMENT) is unknown: use one of "
+                f"{', '.join(DEPLOYMENTS)}"
+            )
+        if self.distributed:
+            lacking = [need for key, need in DISTRIBUTED_NEEDS.items() if not getattr(self, key)]
+            if lacking:
+                raise ConfigError(
+                    "HLTM_DEPLOYMENT=distributed needs "
+                    + "; ".join(lacking)
+                    + " (hltm services up prints them for services on this machine)"
+                )
         if self.concurrency < 1:
             raise ConfigError("concurrency must be at least 1")
         try:
@@ -86,6 +125,10 @@ class Settings:
             "chat_model": env.get("HLTM_CHAT_MODEL") or None,
             "embed_model": env.get("HLTM_EMBED_MODEL") or None,
             "azure_api_version": env.get("OPENAI_API_VERSION") or None,
+            "deployment": env.get("HLTM_DEPLOYMENT") or "local",
+            "catalog_url": env.get("HLTM_CATALOG_URL") or None,
+            "object_store": env.get("HLTM_OBJECT_STORE") or None,
+            "broker_url": env.get("HLTM_BROKER_URL") or None,
         }
         if env.get("HLTM_CONCURRENCY"):
             values["concurrency"] = int(env["HLTM_CONCURRENCY"])
@@ -103,16 +146,29 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
     def with_home(self, home: Path) -> Settings:
-        """A copy pointing at another home."""
-        return replace(self, home=Path(home).resolve())
+        """A copy pointing at another home, on this machine (a scratch rebuild's)."""
+        return replace(self, home=Path(home).resolve(), deployment="local")
+
+    @property
+    def distributed(self) -> bool:
+        return self.deployment == "distributed"
 
     # -- layout of the home --------------------------------------------------------------
-    @property
-    def duckdb_path(self) -> Path:
+    @cached_property
+    def duckdb_path(self) -> Path | Lake:
+        """The memory database: the home's DuckDB file, or (distributed) the shared lake;
+        :func:`hltm_resources.stores.database.connect` opens either."""
+        if self.distributed:
+            from hltm_resources.stores.lake import Lake, ObjectStore
+
+            return Lake(self.catalog_url, ObjectStore.from_env(self.object_store))
         return self.home / "hltm.duckdb"
 
     @property
-    def lancedb_path(self) -> Path:
+    def lancedb_path(self) -> Path | str:
+        """The LanceDB database: a folder of the home, or (distributed) a URI on the store."""
+        if self.distributed:
+            return f"{self.object_store.rstrip('/')}/lancedb"
         return self.home / "lancedb"
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hltm_resources.build.indexer import StaleTopologyError
-from hltm_resources.config import ConfigError
+from hltm_resources.config import ConfigError, DeploymentError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.ids import InvalidIdError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
@@ -26,6 +26,7 @@ class QuestionError(ValueError):
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ConfigError,
+    DeploymentError,
     EmbedderError,
     EmbeddingModelMismatch,
     InvalidIdError,

@@ -98,6 +98,9 @@ def _canonical(key: str, value: str) -> str:
 DEFAULT_FACET_TOP_K = 1
 #: How stale a long-lived Memory may be: it looks for new table versions this often.
 READ_CONSISTENCY = timedelta(seconds=2)
+#: Seconds a reader of a shared lake (the distributed deployment) keeps the set of nodes being
+#: erased before asking the lake again (a local home's file says when it changed).
+LAKE_ERASING_TTL_S = 1.0
 
 
 @dataclass
@@ -650,12 +653,16 @@ class Memory:
     def _erasing(self) -> dict[str, str]:
         """Nodes whose erasure a delete, load or move recorded and has not finished in every
         store (a process killed half-way, or one still at work). Re-read when the DuckDB file
-        changes; while a writer keeps it locked, the last set read stands."""
+        changes (a shared lake: at most every :data:`LAKE_ERASING_TTL_S`); while a writer
+        keeps the file locked, the last set read stands."""
         db = self.settings.duckdb_path
-        stamp = tuple(
-            (s.st_mtime_ns, s.st_size) if (s := _stat(p)) else None
-            for p in (db, db.with_name(db.name + ".wal"))
-        )
+        if isinstance(db, Path):
+            stamp = tuple(
+                (s.st_mtime_ns, s.st_size) if (s := _stat(p)) else None
+                for p in (db, db.with_name(db.name + ".wal"))
+            )
+        else:
+            stamp = int(time.monotonic() / LAKE_ERASING_TTL_S)
         if stamp != self._erasing_stamp:
             try:
                 self._erasing_nodes = pending_erasures(self.settings, timeout_s=0.2)

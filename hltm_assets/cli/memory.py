@@ -87,7 +87,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from hltm_resources.stores.lock import home_lock
 
     settings = settings_of(args)
-    with home_lock(settings.home, "delete"):  # no other writer between erasure and rebuild
+    with home_lock(settings, "delete"):  # no other writer between erasure and rebuild
         report = delete_node(settings, args.node)
         out = report.as_dict()
         if not args.no_rebuild:

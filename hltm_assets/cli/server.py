@@ -1,4 +1,5 @@
-"""``hltm dev`` and ``hltm reload``: the Dagster UI on this home."""
+"""``hltm dev`` and ``hltm reload``: the Dagster UI on this home; ``hltm worker``: a worker of
+the distributed deployment."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     # DAGSTER_HOME unset and the repo root as working directory: `dagster dev` then reads the
     # repo's dagster.yaml, which keeps Dagster's storage in $HLTM_HOME (the CLI's instance).
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    if settings.distributed:  # the deployment's instance: PostgreSQL, runs onto the workers
+        from hltm_assets.history import distributed_instance_dir
+
+        env["DAGSTER_HOME"] = str(distributed_instance_dir(settings))
     env["HLTM_HOME"] = str(settings.home)
     env["HLTM_TREE"] = settings.tree
     dagster = str(Path(sys.executable).with_name("dagster"))
@@ -62,6 +67,20 @@ def cmd_reload(args: argparse.Namespace) -> int:
     return 0 if str(info.status).endswith("SUCCESS") else EXIT_FAILED
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    """A Celery worker of the distributed deployment: it executes HLTM's Dagster runs."""
+    settings = settings_of(args)
+    if not settings.distributed:
+        raise CliError(
+            "hltm worker serves the distributed deployment: set HLTM_DEPLOYMENT=distributed "
+            "and its connection variables (README, 'Running on more than one machine')"
+        )
+    from hltm_assets.distributed import run_worker
+
+    run_worker(settings, name=args.name)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dev", help="start dagster dev on this home")
     p.add_argument("--port", type=int, default=3000)
@@ -72,3 +91,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--location", default="hltm_assets.definitions")
     p.set_defaults(func=cmd_reload)
+    p = sub.add_parser("worker", help="run a worker of the distributed deployment (blocks)")
+    p.add_argument("--name", default=None, help="Celery node name (default hltm-PID@HOST)")
+    p.set_defaults(func=cmd_worker)

@@ -240,7 +240,7 @@ def propose(
 ) -> tuple[Proposal, bool]:
     """Mine and store a new proposal unless it equals the active hints; (proposal, created)."""
     mined = mine(settings, params, now, embedder)
-    with home_lock(settings.home, "adapt"):
+    with home_lock(settings, "adapt"):
         return _store(settings, mined, params, auto_approve, now)
 
 
@@ -282,7 +282,7 @@ def _store(
 
 def approve(settings: Settings, version: int) -> Proposal:
     """Activate a proposal (the previous active one is superseded)."""
-    with home_lock(settings.home, "adapt"):
+    with home_lock(settings, "adapt"):
         return _approve(settings, version)
 
 

@@ -48,7 +48,7 @@ def delete_node(settings: Settings, node: str) -> DeleteReport:
     returns (or by the next writing command, if this process dies)."""
     schema = settings.schema
     target = parse_node_id(node, schema)
-    with home_lock(settings.home, "delete"):
+    with home_lock(settings, "delete"):
         finished = complete_erasures(settings)  # an earlier delete or load died half-way
         if str(target) in finished:  # that was this deletion: it is complete now
             return DeleteReport(str(target), (), 0, (str(target),), (), schema.leaf.plural)

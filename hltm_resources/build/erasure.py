@@ -44,8 +44,9 @@ def register_outer_store(name: str, erase: Callable[[Settings, Sequence[str]], o
 
 
 def has_run_history(settings: Settings) -> bool:
-    """Whether the home holds Dagster storage (``hltm index`` or ``dagster dev`` ran)."""
-    return (settings.home / "history" / "runs.db").exists()
+    """Whether the home holds Dagster storage (``hltm index`` or ``dagster dev`` ran); the
+    distributed deployment's is in PostgreSQL, always there."""
+    return settings.distributed or (settings.home / "history" / "runs.db").exists()
 
 
 def _unreachable_stores(settings: Settings) -> list[str]:
@@ -84,7 +85,7 @@ def record_erasure(con, nodes: dict[str, str]) -> None:
 
 
 def marker_path(settings: Settings) -> Path:
-    return settings.duckdb_path.with_name(settings.duckdb_path.name + REWRITE_MARKER)
+    return settings.home / f"hltm.duckdb{REWRITE_MARKER}"
 
 
 def pending_erasures(settings: Settings, timeout_s: float = 30.0) -> dict[str, str]:

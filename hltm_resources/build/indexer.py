@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +30,7 @@ from hltm_resources.faults import fault
 from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
 from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
-from hltm_resources.stores.lock import home_lock
+from hltm_resources.stores.lock import home_lock, run_lock
 from hltm_resources.stores.memory_rows import (
     INVALIDATED,
     BuildMeta,
@@ -209,7 +210,14 @@ class Indexer:
         self._fixed_hints = hints is not None
         self.hints = hints if hints is not None else Hints()
         self.refresh_hints()
-        self.vectors = VectorStore(settings.lancedb_path, self.embedder.model_id, self.embedder.dim)
+        # Writers of a shared store (the distributed deployment's workers) see one another's
+        # commits at once; a home's only writer needs no such check.
+        self.vectors = VectorStore(
+            settings.lancedb_path,
+            self.embedder.model_id,
+            self.embedder.dim,
+            read_consistency=timedelta(0) if settings.distributed else None,
+        )
 
     def refresh_hints(self) -> None:
         """Follow the active adaptation hints (an approval between two runs changes them)."""
@@ -268,7 +276,7 @@ class Indexer:
         ``build_level(level, raw_ids)`` builds one level's nodes: :meth:`build` by default; the
         CLI passes one that materializes them through Dagster.
         """
-        with home_lock(self.settings.home, "index"):
+        with home_lock(self.settings, "index"):
             complete_erasures(self.settings)
             fault("index:planned")
             self.purge(plan.purge)
@@ -283,7 +291,7 @@ class Indexer:
 
     def build_all(self, full: bool = False) -> Plan:
         """Plan, then build the plan (no Dagster); returns the plan."""
-        with home_lock(self.settings.home, "index"):
+        with home_lock(self.settings, "index"):
             plan = self.plan(full=full)
             self.build_plan(plan)
         return plan
@@ -325,7 +333,7 @@ class Indexer:
         whole parent's range of partitions to build a few of them; the other callers ask for
         exactly the nodes they want rebuilt.
         """
-        with home_lock(self.settings.home, "index"):
+        with run_lock(self.settings, "index"):
             if self._pinned is None:
                 complete_erasures(self.settings)  # a Dagster run may come first after a crash
             report = self._build(level, raw_ids, progress, expected_children, only_changed)

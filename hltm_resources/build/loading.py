@@ -29,7 +29,7 @@ def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
     if settings.duckdb_path.exists():  # a home keeps its tree: refuse another before reading
         database.init_schema(settings.duckdb_path, schema)
     snap = read_snapshot(directory, schema)
-    with home_lock(settings.home, "load"):
+    with home_lock(settings, "load"):
         complete_erasures(settings)  # an earlier delete or load may have died half-way
         database.init_schema(settings.duckdb_path, schema)
         with database.connect(settings.duckdb_path) as con, database.transaction(con):

@@ -102,7 +102,7 @@ def _vector_texts(settings: Settings) -> dict[str, dict[str, Counter]]:
 def verify(settings: Settings) -> VerifyReport:
     """Compare the live memory with a full rebuild of the current SOT, node by node (after
     finishing any erasure a crashed command left recorded)."""
-    with home_lock(settings.home, "verify"):
+    with home_lock(settings, "verify"):
         complete_erasures(settings)
     report = VerifyReport()
     with tempfile.TemporaryDirectory(prefix="hltm-verify-") as tmp:

@@ -19,6 +19,7 @@ import duckdb
 
 from hltm_resources.faults import fault
 from hltm_resources.schema import DEFAULT_TREE
+from hltm_resources.stores.lake import Lake
 
 if TYPE_CHECKING:
     from hltm_resources.schema import TreeSchema
@@ -105,9 +106,20 @@ def _is_lock_error(exc: Exception) -> bool:
 
 @contextmanager
 def connect(
-    path: Path, read_only: bool = False, timeout_s: float = 30.0
+    path: Path | Lake, read_only: bool = False, timeout_s: float = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short-lived connection; waits (with backoff) while another process holds the lock."""
+    """A short-lived connection; waits (with backoff) while another process holds the lock.
+
+    ``path`` is a home's DuckDB file or (the distributed deployment) the shared lake, which
+    any number of processes attach at once (``read_only`` is then not enforced)."""
+    if isinstance(path, Lake):
+        con = duckdb.connect(":memory:")
+        try:
+            path.attach(con)
+            yield con
+        finally:
+            con.close()
+        return
     path = Path(path)
     if read_only and not path.exists():
         raise NoMemoryError(
@@ -137,7 +149,7 @@ def connect(
         con.close()
 
 
-def init_schema(path: Path, schema: TreeSchema) -> None:
+def init_schema(path: Path | Lake, schema: TreeSchema) -> None:
     """Create tables and views if missing (idempotent); a home keeps the tree it was made with."""
     if path.exists():
         with connect(path, read_only=True) as con:
@@ -177,12 +189,18 @@ def _check(path: Path, con: duckdb.DuckDBPyConnection, schema: TreeSchema) -> No
         )
 
 
-def rewrite_file(path: Path, timeout_s: float = 60.0) -> None:
+def rewrite_file(path: Path | Lake, timeout_s: float = 60.0) -> None:
     """Copy the database into a fresh file and swap it in.
 
     DuckDB keeps deleted rows in freed blocks of the file (VACUUM does not reclaim them), so
     after an erasure the only way to make sure no copy remains in the file is to rewrite it.
+    A lake rewrites the data files holding deleted rows and drops every older snapshot and
+    file (:meth:`Lake.compact`).
     """
+    if isinstance(path, Lake):
+        with connect(path) as con:
+            path.compact(con)
+        return
     path = Path(path)
     fresh = path.with_name(path.name + ".rewrite")
     for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):

@@ -9,17 +9,28 @@ never leaves a home locked. The lock is re-entrant inside one process (``hltm de
 it across its rebuild; ``hltm index`` across the Dagster runs it executes in process).
 
 Readers (``ask``, the query module) never take it.
+
+The distributed deployment has no home to share: there the writer lock is a PostgreSQL
+advisory lock in the catalog database, held by a connection that lives as long as the command
+(PostgreSQL drops it with the connection of a killed process). Its Dagster runs, which run on
+the workers while the ``hltm index`` that launched them holds the lock, take none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hltm_resources.config import Settings
 
 LOCK_FILE = "hltm.lock"
 #: Seconds a writer waits for the lock when the caller does not say (0: refuse at once).
@@ -42,24 +53,109 @@ def _holder(path: Path) -> str:
     return f"hltm {command or 'command'} (pid {pid})" if pid else "another process"
 
 
+#: The advisory lock's key in the catalog database (any constant unique to HLTM).
+ADVISORY_KEY = 0x484C544D  # "HLTM"
+
+
 @contextmanager
-def home_lock(home: str | Path, command: str, wait_s: float | None = None) -> Iterator[None]:
+def home_lock(
+    home: str | Path | Settings, command: str, wait_s: float | None = None
+) -> Iterator[None]:
     """Hold the home's writer lock; :class:`HomeBusyError` if another process keeps it longer
-    than ``wait_s`` seconds (default ``$HLTM_LOCK_WAIT``, else 0)."""
-    home = Path(home).resolve()
-    key = str(home)
+    than ``wait_s`` seconds (default ``$HLTM_LOCK_WAIT``, else 0). Given the settings of a
+    distributed deployment, the lock is the catalog's advisory lock."""
+    if not isinstance(home, str | Path):
+        if home.distributed:
+            with _advisory_lock(home.catalog_url, command, wait_s):
+                yield
+            return
+        home = home.home
+    with _file_lock(Path(home), command, wait_s):
+        yield
+
+
+def run_lock(settings: Settings, command: str, wait_s: float | None = None):
+    """The lock a Dagster run of ``settings``' memory takes: the home's; none on a worker of
+    the distributed deployment (the index that launched it holds the catalog's)."""
+    if settings.distributed:
+        return contextlib.nullcontext()
+    return home_lock(settings.home, command, wait_s)
+
+
+def _reenter(key: str) -> bool:
     with _guard:
         if key in _held:
             _held[key][1] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
+            return True
+    return False
+
+
+def _leave(key: str) -> bool:
+    """One level out; whether that was the last."""
+    with _guard:
+        _held[key][1] -= 1
+        if _held[key][1] == 0:
+            del _held[key]
+            return True
+    return False
+
+
+@contextmanager
+def _advisory_lock(url: str, command: str, wait_s: float | None) -> Iterator[None]:
+    key = f"advisory:{url}"
+    if _reenter(key):
         try:
             yield
         finally:
-            with _guard:
-                _held[key][1] -= 1
+            _leave(key)
+        return
+    import psycopg2
+
+    if wait_s is None:
+        wait_s = float(os.environ.get(WAIT_ENV, "0") or 0)
+    con = psycopg2.connect(
+        url, application_name=f"hltm {command} (pid {os.getpid()} on {socket.gethostname()})"
+    )
+    con.autocommit = True
+    try:
+        deadline = time.monotonic() + wait_s
+        with con.cursor() as cur:
+            while True:
+                cur.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY])
+                if cur.fetchone()[0]:
+                    break
+                if time.monotonic() >= deadline:
+                    cur.execute(
+                        "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a "
+                        "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.objid = %s",
+                        [ADVISORY_KEY],
+                    )
+                    row = cur.fetchone()
+                    raise HomeBusyError(
+                        f"{row[0] if row else 'another process'} is writing the distributed "
+                        "memory: only one writer at a time; run this again when it finishes "
+                        f"(or set {WAIT_ENV}=SECONDS to wait)"
+                    )
+                time.sleep(0.2)
+        with _guard:
+            _held[key] = [con, 1]
+        try:
+            yield
+        finally:
+            _leave(key)
+    finally:
+        con.close()  # ends the session, and with it the lock
+
+
+@contextmanager
+def _file_lock(home: Path, command: str, wait_s: float | None) -> Iterator[None]:
+    home = home.resolve()
+    key = str(home)
+    if _reenter(key):
+        try:
+            yield
+        finally:
+            _leave(key)
         return
     if wait_s is None:
         wait_s = float(os.environ.get(WAIT_ENV, "0") or 0)
@@ -89,12 +185,7 @@ def home_lock(home: str | Path, command: str, wait_s: float | None = None) -> It
     try:
         yield
     finally:
-        with _guard:
-            _held[key][1] -= 1
-            done = _held[key][1] == 0
-            if done:
-                del _held[key]
-        if done:
+        if _leave(key):
             fh.seek(0)
             fh.truncate()
             fh.flush()

@@ -252,7 +252,7 @@ class VectorStore:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         model_id: str | None,
         dim: int | None,
         read_consistency: timedelta | None = None,
@@ -261,8 +261,12 @@ class VectorStore:
 
         ``read_consistency``: how often a long-lived reader looks for newer table versions
         (None: the version current when a table was opened).
+
+        ``path``: a folder, or the URI of a database on object storage (``s3://...``, the
+        distributed deployment; endpoint and credentials from the ``AWS_*`` variables).
         """
-        self.path = Path(path)
+        self.remote = isinstance(path, str) and "://" in path
+        self.path = path if self.remote else Path(path)
         self.read_consistency = read_consistency
         self.model_id = model_id
         self.dim = dim
@@ -276,9 +280,15 @@ class VectorStore:
     @property
     def db(self):
         if self._db is None:
-            self.path.mkdir(parents=True, exist_ok=True)
+            options = {}
+            if self.remote:
+                from hltm_resources.stores.lake import ObjectStore
+
+                options["storage_options"] = ObjectStore.from_env(self.path).lance_options()
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
             self._db = lancedb.connect(
-                str(self.path), read_consistency_interval=self.read_consistency
+                str(self.path), read_consistency_interval=self.read_consistency, **options
             )
         return self._db
 
@@ -333,6 +343,12 @@ class VectorStore:
                 )
         self._tables[name] = tbl
         return tbl
+
+    def create_tables(self) -> None:
+        """Every table, and its full-text indexes, made now if missing: what writers that run
+        at once (the distributed deployment's workers) then only open."""
+        for name in TABLES:
+            self._ensure_text_index(name, self.table(name, create=True))
 
     def replace_nodes(self, node_ids: Sequence[str], rows: dict[str, pa.Table]) -> None:
         """Delete every row of ``node_ids`` and add ``rows`` (per table)."""

@@ -1,0 +1,327 @@
+"""The distributed deployment, run for real: PostgreSQL, Redis and an S3 endpoint (moto) on
+loopback, two Celery workers, a tree of a few hundred leaves.
+
+Specification:
+- memory built by the workers equals memory built on one machine (embedded), node by node;
+- a worker killed in the middle of a run loses nothing: that index reports the lost run, the
+  next one builds what is left, and ``hltm verify`` is identical;
+- a deleted project leaves no trace on the object store (the lake's Parquet files, LanceDB's
+  files of every version) nor in PostgreSQL (Dagster's run history, the lake's catalog).
+
+Skipped, with the reason, where the services cannot run (no PostgreSQL or Redis binaries, no
+``hltm[distributed]``); ``HLTM_REQUIRE_DISTRIBUTED=1`` (``.ci/run``) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from hltm_assets.cli import services
+
+pytestmark = pytest.mark.slow
+
+#: Stated only in one project's id, name and documents (node ids may be e-mail addresses).
+SENTINEL = "wombatcobalt7730"
+DOOMED = f"p-{SENTINEL}"
+
+
+def _lacking() -> list[str]:
+    out = services.missing()
+    for module in ("dagster_postgres", "dagster_celery", "duckdb_extension_ducklake"):
+        try:
+            __import__(module)
+        except ImportError:
+            out.append(f"{module} (pip install 'hltm[distributed]')")
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def deployment():
+    """The three services on free loopback ports; the environment that selects them."""
+    lacking = _lacking()
+    if lacking:
+        reason = "the distributed deployment's services need " + ", ".join(lacking)
+        if os.environ.get("HLTM_REQUIRE_DISTRIBUTED"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    # PostgreSQL runs as its own user: its folder must not sit below pytest's private tmp.
+    root = Path(tempfile.mkdtemp(prefix="hltm-services-"))
+    root.chmod(0o755)
+    ports = services.Ports(postgres=_free_port(), redis=_free_port(), s3=_free_port())
+    env = services.up(root, ports)
+    try:
+        yield os.environ | env
+    finally:
+        services.down(root)
+
+
+def hltm(env: dict, home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        env=env | {"RUST_LOG": "error"},
+        timeout=timeout,
+    )
+
+
+def local_env() -> dict:
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(("HLTM_DEPLOYMENT", "HLTM_CAT"))
+    }
+
+
+def snapshot(env: dict, directory: Path) -> Path:
+    """A generated world of a few hundred projects, plus one that states the sentinel."""
+    done = hltm(env, directory / "unused-home", "sample", str(directory), *WORLD)
+    assert done.returncode == 0, done.stderr
+    seat = json.loads((directory / "seats.jsonl").read_text().splitlines()[0])["seat_id"]
+    with (directory / "projects.jsonl").open("a") as f:
+        f.write(
+            json.dumps(
+                {
+                    "project_id": DOOMED,
+                    "seat_id": seat,
+                    "name": f"Platform Engineer {SENTINEL}",
+                    "updated_at": "2026-05-01",
+                }
+            )
+            + "\n"
+        )
+    with (directory / "documents.jsonl").open("a") as f:
+        for i, text in enumerate(
+            [
+                '{"job_title": "Platform Engineer", "office_location": "Berlin, Germany"}',
+                f"The hiring manager insists on {SENTINEL} experience for this search.",
+            ]
+        ):
+            f.write(
+                json.dumps(
+                    {
+                        "doc_id": f"{DOOMED}-d{i}",
+                        "project_id": DOOMED,
+                        "kind": "note",
+                        "text": text,
+                        "updated_at": "2026-05-01",
+                    }
+                )
+                + "\n"
+            )
+    return directory
+
+
+WORLD = ("--seed", "5", "--accounts", "5", "--seats", "5", "--min-projects", "9",
+         "--max-projects", "13")  # fmt: skip
+
+
+class Workers:
+    """``hltm worker`` processes, each in its own process group (killable as a whole)."""
+
+    def __init__(self, env: dict, root: Path):
+        self.env, self.root, self.procs = env, root, {}
+
+    def start(self, name: str) -> None:
+        log = (self.root / f"{name}.log").open("w")
+        self.procs[name] = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hltm_assets.cli",
+                "--home",
+                str(self.root / name),
+                "worker",
+                "--name",
+                f"{name}@test",
+            ],  # fmt: skip
+            env=self.env | {"RUST_LOG": "error"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, name: str) -> None:
+        os.killpg(self.procs[name].pid, signal.SIGKILL)
+        self.procs[name].wait()
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _distributed_settings(env: dict, home: Path):
+    from hltm_resources.config import Settings
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return Settings.from_env(home)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _with_env(env: dict, fn):
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def wait_for(condition, what: str, timeout_s: float = 120.0, every_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every_s)
+
+
+def memory_hashes(settings) -> dict[str, str]:
+    from hltm_resources.stores import database
+
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        return dict(con.execute("SELECT node_id, memory_hash FROM memory_nodes").fetchall())
+
+
+def objects_holding(env: dict, settings, text: str) -> list[str]:
+    """Keys of the objects on the store whose bytes, or decoded Parquet values, hold ``text``."""
+    import pyarrow.parquet as pq
+
+    def scan() -> list[str]:
+        from hltm_resources.stores.lake import ObjectStore
+
+        store = ObjectStore.from_env(settings.object_store)
+        client, found = store.client(), []
+        for key in store.keys():
+            body = client.get_object(Bucket=store.bucket, Key=key)["Body"].read()
+            held = text.encode() in body
+            if not held and key.endswith(".parquet"):
+                table = pq.read_table(io.BytesIO(body))
+                held = any(text in str(v) for col in table.columns for v in col.to_pylist())
+            if held:
+                found.append(key)
+        return found
+
+    return _with_env(env, scan)
+
+
+def postgres_holding(env: dict, text: str) -> bool:
+    """Whether any row of any table in the deployment's database holds ``text``."""
+    dump = subprocess.run(
+        [services.pg_bin("pg_dump"), "--data-only", env["HLTM_CATALOG_URL"]],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return text in dump
+
+
+def test_workers_build_what_one_machine_builds_and_a_killed_worker_loses_nothing(
+    deployment, tmp_path
+):
+    env = deployment
+    snap = snapshot(local_env(), tmp_path / "snapshot")
+
+    # The same snapshot built on one machine (the embedded default).
+    embedded = tmp_path / "embedded"
+    for args in (("load", str(snap)), ("index",)):
+        done = hltm(local_env(), embedded, *args)
+        assert done.returncode == 0, done.stderr
+
+    coordinator = tmp_path / "coordinator"
+    done = hltm(env, coordinator, "load", str(snap))
+    assert done.returncode == 0, done.stderr
+    assert "ducklake on s3://" in done.stdout
+
+    settings = _distributed_settings(env, coordinator)
+    workers = Workers(env, tmp_path)
+    try:
+        for name in ("w1", "w2"):
+            workers.start(name)
+        from hltm_assets.distributed import celery_app, live_workers
+
+        app = _with_env(env, lambda: celery_app(settings))
+        wait_for(lambda: len(live_workers(app, 1.0)) == 2, "two workers")
+
+        index = subprocess.Popen(
+            [sys.executable, "-m", "hltm_assets.cli", "--home", str(coordinator), "index"],
+            env=env | {"RUST_LOG": "error"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def w1_mid_run() -> bool:
+            active = app.control.inspect(timeout=1.0, destination=["w1@test"]).active() or {}
+            return bool(active.get("w1@test"))
+
+        wait_for(w1_mid_run, "a run on worker w1")
+        time.sleep(1.0)  # well inside the run: it builds for seconds
+        workers.kill("w1")
+        out, err = index.communicate(timeout=900)
+        assert index.returncode != 0, out + err
+        assert "failed runs" in err and "hltm index again" in err, err
+
+        # The next index, on the worker left, builds what the lost run did not store.
+        again = hltm(env, coordinator, "index")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(hltm(env, coordinator, "index", "--json").stdout)["leaves_built"] == 0
+
+        verified = hltm(env, coordinator, "verify", "--json")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        report = json.loads(verified.stdout)
+        assert report["identical"] and not report["vector_mismatches"], report
+        local = memory_hashes(_with_env(local_env(), lambda: settings.with_home(embedded)))
+        assert _with_env(env, lambda: memory_hashes(settings)) == local  # node by node
+        assert sum(n.startswith("project:") for n in local) >= 250
+
+        # Deletion: the sentinel is on the store and in PostgreSQL (so its absence later
+        # proves something), then gone from every object and every row.
+        held = objects_holding(env, settings, SENTINEL)
+        assert any("/ducklake/" in k for k in held), held
+        assert any("/lancedb/" in k for k in held), held
+        assert postgres_holding(env, SENTINEL)
+        deleted = hltm(env, coordinator, "delete", f"project:{DOOMED}")
+        assert deleted.returncode == 0, deleted.stderr
+        assert objects_holding(env, settings, SENTINEL) == []
+        assert not postgres_holding(env, SENTINEL)
+        verified = hltm(env, coordinator, "verify", "--json")
+        assert json.loads(verified.stdout)["identical"], verified.stdout
+        checked = hltm(env, coordinator, "check")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    finally:
+        workers.stop()
+
+
+def test_distributed_settings_say_what_is_missing():
+    from hltm_resources.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match="HLTM_CATALOG_URL.*HLTM_OBJECT_STORE.*HLTM_BROKER_URL"):
+        Settings(home=Path("/tmp/x"), deployment="distributed")
+    with pytest.raises(ConfigError, match="use one of local, distributed"):
+        Settings(home=Path("/tmp/x"), deployment="cluster")
