@@ -4,10 +4,10 @@ The index plans as on one machine, then hands each level's partition ranges to D
 that its instance (PostgreSQL) launches onto Celery workers (``dagster-celery``'s run
 launcher, Redis as broker): every worker executes whole runs, a range of partitions each, and
 writes the shared lake and vector tables itself. A level's runs go out at once; the next
-level starts when they all ended. A run whose worker died (killed, out of memory, its machine
-gone) is marked failed, its level stops the index, and the next ``hltm index`` builds what it
-left, since everything a run stored is stored whole (a chunk's rows commit in one
-transaction) and the plan finds the rest stale.
+level starts when they all ended, and the lake's small files are merged in between. A run
+whose worker died (killed, out of memory, its machine gone) is marked failed, its level stops
+the index, and the next ``hltm index`` builds what it left, since everything a run stored is
+stored whole (a chunk's rows commit in one transaction) and the plan finds the rest stale.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import DeploymentError, Settings
 from hltm_resources.stores import database
+from hltm_resources.stores.lake import CATALOG
 from hltm_resources.stores.lock import home_lock
 
 #: The Celery queue of HLTM's runs (dagster-celery's default).
@@ -193,6 +194,10 @@ class DistributedIndex:
         runs = {self._launch(level, span): span for span in spans}
         result.runs += len(runs)
         failed = self._await(runs)
+        # Each chunk a run stored is a few small Parquet files per table; the level above
+        # reads them all, so they are merged first.
+        with database.connect(self.settings.duckdb_path) as con:
+            con.execute(f"CALL ducklake_merge_adjacent_files('{CATALOG}')")
         self.recorded_children.clear()
         for run_id, span in runs.items():
             if run_id in failed:
@@ -307,7 +312,5 @@ def run_index_distributed(
                     f"stopped at the {exc.level} level; hltm index again builds what is left"
                 )
         indexer.vectors.tidy(when_needed=not full)
-        with database.connect(settings.duckdb_path) as con:
-            con.execute("CALL ducklake_merge_adjacent_files('hltm')")
     result.seconds = time.perf_counter() - t0
     return result

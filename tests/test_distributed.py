@@ -325,3 +325,18 @@ def test_distributed_settings_say_what_is_missing():
         Settings(home=Path("/tmp/x"), deployment="distributed")
     with pytest.raises(ConfigError, match="use one of local, distributed"):
         Settings(home=Path("/tmp/x"), deployment="cluster")
+
+
+def test_the_llm_reply_cache_is_shared_and_erased_in_postgresql(deployment):
+    from hltm_resources.stores.llm_cache import PostgresLLMCache, open_cache, purge_nodes
+
+    settings = _distributed_settings(deployment, Path(tempfile.mkdtemp()))
+    cache = open_cache(settings)
+    assert isinstance(cache, PostgresLLMCache)
+    cache.put("k1", f"project:{SENTINEL}", "facets", "m", f"reply naming {SENTINEL}")
+    cache.put("k2", "project:other", "facets", "m", "another reply")
+    assert PostgresLLMCache(settings.catalog_url).get("k1") == f"reply naming {SENTINEL}"
+    assert postgres_holding(deployment, SENTINEL)
+    assert purge_nodes(settings, [f"project:{SENTINEL}"]) == 1
+    assert cache.get("k1") is None and cache.get("k2") == "another reply"
+    assert not postgres_holding(deployment, SENTINEL)

@@ -618,7 +618,14 @@ def bench_scale(
     return out
 
 
+def bench_distributed(**kwargs) -> dict:
+    from hltm_assets.cli.bench_distributed import bench_distributed as run
+
+    return run(**kwargs)
+
+
 BENCHMARKS = {
+    "distributed": bench_distributed,
     "index": bench_index,
     "query": bench_query,
     "incremental": bench_incremental,
@@ -638,6 +645,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             check=args.verify,
             reuse=args.reuse,
         )
+    elif args.which == "distributed":
+        workers = tuple(int(w) for w in args.workers.split(","))
+        result = run(leaves=args.leaves, workers=workers, home=args.home)
     elif args.which in ("index", "query"):
         result = run(seed=args.seed)
     else:
@@ -659,5 +669,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     scale.add_argument("--verify", action="store_true", help="hltm verify after the churn")
     scale.add_argument(
         "--reuse", action="store_true", help="measure again on the tree built in --home"
+    )
+    distributed = p.add_argument_group("distributed (also --leaves, --home)")
+    distributed.add_argument(
+        "--workers", default="1,2,4", help="worker counts to build with, side by side"
     )
     p.set_defaults(func=cmd_bench)

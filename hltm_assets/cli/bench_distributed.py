@@ -94,9 +94,16 @@ def bench_distributed(
                     log = (root / f"worker-{count}-{w}.log").open("w")
                     procs.append(
                         subprocess.Popen(
-                            [sys.executable, "-m", "hltm_assets.cli", "--home",
-                             str(root / f"worker-{count}-{w}"), "worker",
-                             "--name", f"w{w}@bench"],  # fmt: skip
+                            [
+                                sys.executable,
+                                "-m",
+                                "hltm_assets.cli",
+                                "--home",
+                                str(root / f"worker-{count}-{w}"),
+                                "worker",
+                                "--name",
+                                f"w{w}@bench",
+                            ],  # fmt: skip
                             env=env | {"RUST_LOG": "error"},
                             stdout=log,
                             stderr=subprocess.STDOUT,
@@ -125,7 +132,7 @@ def bench_distributed(
                         os.killpg(proc.pid, signal.SIGKILL)
         one = runs[workers[0]]["wall_s"]
         embedded = out["embedded"]["wall_s"]
-        for count, run in runs.items():
+        for run in runs.values():
             run["speedup_vs_first"] = round(one / run["wall_s"], 2)
             run["time_vs_embedded"] = round(run["wall_s"] / embedded, 2)
         out["distributed"] = {str(k): v for k, v in runs.items()}

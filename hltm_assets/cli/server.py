@@ -32,6 +32,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     env["HLTM_TREE"] = settings.tree
     dagster = str(Path(sys.executable).with_name("dagster"))
     cmd = [dagster, "dev", "-w", str(ROOT / "workspace.yaml"), "-p", str(args.port)]
+    cmd += ["-h", args.host]
     print(f"starting: HLTM_HOME={settings.home} {' '.join(cmd)}")
     return subprocess.call(cmd, env=env, cwd=ROOT)
 
@@ -84,6 +85,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dev", help="start dagster dev on this home")
     p.add_argument("--port", type=int, default=3000)
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to serve on (0.0.0.0 in a container)"
+    )
     p.set_defaults(func=cmd_dev)
 
     p = sub.add_parser("reload", help="reload the code location of a running dagster dev")

@@ -131,41 +131,7 @@ def up(root: Path, ports: Ports = Ports()) -> dict[str, str]:
             capture_output=True,
         )
         _wait(ports.postgres, "PostgreSQL")
-        exists = subprocess.run(
-            _as_postgres(
-                [
-                    pg_bin("psql"),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(ports.postgres),
-                    "-U",
-                    "postgres",
-                    "-tAc",
-                    f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'",
-                ]
-            ),
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        if not exists:
-            subprocess.run(
-                _as_postgres(
-                    [
-                        pg_bin("createdb"),
-                        "-h",
-                        "127.0.0.1",
-                        "-p",
-                        str(ports.postgres),
-                        "-U",
-                        "postgres",
-                        DATABASE,
-                    ]
-                ),
-                check=True,
-                capture_output=True,
-            )
+        create_database(ports, DATABASE)
     if not _listening(ports.redis):
         (root / "redis").mkdir(exist_ok=True)
         subprocess.run(
@@ -203,6 +169,18 @@ def up(root: Path, ports: Ports = Ports()) -> dict[str, str]:
         _wait(ports.s3, "the S3 endpoint (moto)")
     _make_bucket(env)
     return env
+
+
+def _psql(ports: Ports, *args: str) -> str:
+    cmd = [pg_bin("psql"), "-h", "127.0.0.1", "-p", str(ports.postgres), "-U", "postgres"]
+    done = subprocess.run(_as_postgres([*cmd, *args]), check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def create_database(ports: Ports, name: str) -> None:
+    """A database named ``name`` on the local PostgreSQL, made if missing."""
+    if not _psql(ports, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
+        _psql(ports, "-c", f'CREATE DATABASE "{name}"')
 
 
 def _make_bucket(env: dict[str, str]) -> None:

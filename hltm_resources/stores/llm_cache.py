@@ -2,7 +2,8 @@
 
 A re-run after a crash finds the outputs of nodes already done and does not pay for them
 again. Every entry records the node it belongs to, so deleting a node deletes its cached
-outputs too; SQLite's ``secure_delete`` overwrites the freed pages.
+outputs too; SQLite's ``secure_delete`` overwrites the freed pages. The distributed
+deployment keeps it in its PostgreSQL instead, shared by every worker.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from hltm_resources.config import Settings
@@ -82,9 +84,76 @@ class LLMCache:
         return deleted
 
 
+class PostgresLLMCache:
+    """The same cache in the distributed deployment's PostgreSQL (table ``hltm_llm_cache``):
+    every worker reads what any other cached, and an erasure reaches all of them at once (the
+    deleted rows leave the table's pages with the ``VACUUM FULL`` that follows it)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        with self._connect() as con, con.cursor() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS hltm_llm_cache (key TEXT PRIMARY KEY, node_id TEXT, "
+                "agent TEXT, model TEXT, response TEXT, created DOUBLE PRECISION)"
+            )
+            cur.execute(
+                "CREATE INDEX IF NOT EXISTS hltm_llm_cache_node ON hltm_llm_cache (node_id)"
+            )
+
+    @contextmanager
+    def _connect(self) -> Iterator:
+        import psycopg2
+
+        con = psycopg2.connect(self.url)
+        try:
+            with con:  # one transaction, committed on leaving
+                yield con
+        finally:
+            con.close()
+
+    def get(self, key: str) -> str | None:
+        with self._connect() as con, con.cursor() as cur:
+            cur.execute("SELECT response FROM hltm_llm_cache WHERE key = %s", [key])
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, node_id: str | None, agent: str, model: str, response: str) -> None:
+        with self._connect() as con, con.cursor() as cur:
+            cur.execute(
+                "INSERT INTO hltm_llm_cache VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) "
+                "DO UPDATE SET node_id = EXCLUDED.node_id, response = EXCLUDED.response, "
+                "created = EXCLUDED.created",
+                [key, node_id, agent, model, response, time.time()],
+            )
+
+    def count(self) -> int:
+        with self._connect() as con, con.cursor() as cur:
+            cur.execute("SELECT count(*) FROM hltm_llm_cache")
+            return cur.fetchone()[0]
+
+    def purge(self, node_ids: Sequence[str]) -> int:
+        """Delete the entries of ``node_ids`` (the erasure's ``VACUUM FULL`` follows)."""
+        if not node_ids:
+            return 0
+        with self._connect() as con, con.cursor() as cur:
+            cur.execute("DELETE FROM hltm_llm_cache WHERE node_id = ANY(%s)", [list(node_ids)])
+            return cur.rowcount
+
+
+def open_cache(settings: Settings) -> LLMCache | PostgresLLMCache:
+    """The cache of ``settings``: the home's SQLite file, or (distributed) PostgreSQL's."""
+    if settings.distributed:
+        return PostgresLLMCache(settings.catalog_url)
+    return LLMCache(cache_path(settings))
+
+
 def purge_nodes(settings: Settings, node_ids: Sequence[str]) -> int:
-    """Delete cached outputs of ``node_ids`` if the home has a cache."""
+    """Delete cached outputs of ``node_ids`` if the home (or the deployment) has a cache."""
+    if not node_ids:
+        return 0
+    if settings.distributed:
+        return open_cache(settings).purge(list(node_ids))
     path = cache_path(settings)
-    if not path.exists() or not node_ids:
+    if not path.exists():
         return 0
     return LLMCache(path).purge(list(node_ids))

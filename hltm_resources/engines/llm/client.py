@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from hltm_resources.config import ConfigError, Settings
 from hltm_resources.engines.base import Usage
 from hltm_resources.engines.llm.prompts import PROMPT_VERSION
-from hltm_resources.stores.llm_cache import LLMCache, cache_key, cache_path
+from hltm_resources.stores.llm_cache import LLMCache, PostgresLLMCache, cache_key, open_cache
 
 T = TypeVar("T", bound=BaseModel)
 _SEMAPHORES: dict[int, threading.BoundedSemaphore] = {}
@@ -149,7 +149,7 @@ class LLMClient:
         settings: Settings,
         usage: Usage,
         client=None,
-        cache: LLMCache | None = None,
+        cache: LLMCache | PostgresLLMCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
         if not settings.chat_model:
@@ -161,7 +161,7 @@ class LLMClient:
         self.model = settings.chat_model
         self.usage = usage
         self.client = client or make_openai_client(settings)
-        self.cache = cache if cache is not None else LLMCache(cache_path(settings))
+        self.cache = cache if cache is not None else open_cache(settings)
         self.sleep = sleep
         self._format = "json_schema"  # downgraded once if the server rejects it
         self._sem = _semaphore(settings.concurrency)
