@@ -100,6 +100,11 @@ def run_worker(settings: Settings, name: str | None = None) -> None:
             "worker",
             "--queues",
             QUEUE,
+            # One run at a time, in a thread of this process: no fork after LanceDB's runtime
+            # started (its fork support may deadlock), and the main thread keeps answering the
+            # coordinator's questions while a run builds.
+            "--pool",
+            "threads",
             "--concurrency",
             "1",
             "--hostname",
