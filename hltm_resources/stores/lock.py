@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import socket
 import threading
@@ -64,13 +65,19 @@ def home_lock(
     """Hold the home's writer lock; :class:`HomeBusyError` if another process keeps it longer
     than ``wait_s`` seconds (default ``$HLTM_LOCK_WAIT``, else 0). Given the settings of a
     distributed deployment, the lock is the catalog's advisory lock."""
-    if not isinstance(home, str | Path):
-        if home.distributed:
-            with _advisory_lock(home.catalog_url, command, wait_s):
-                yield
-            return
-        home = home.home
-    with _file_lock(Path(home), command, wait_s):
+    if not isinstance(home, str | Path) and home.distributed:
+        key = f"advisory:{home.catalog_url}"
+        acquire = functools.partial(_advisory_lock, home.catalog_url)
+    else:
+        path = Path(home if isinstance(home, str | Path) else home.home).resolve()
+        key, acquire = str(path), functools.partial(_file_lock, path)
+    if _reenter(key):  # this process holds it already
+        try:
+            yield
+        finally:
+            _leave(key)
+        return
+    with acquire(key, command, wait_s):
         yield
 
 
@@ -101,14 +108,7 @@ def _leave(key: str) -> bool:
 
 
 @contextmanager
-def _advisory_lock(url: str, command: str, wait_s: float | None) -> Iterator[None]:
-    key = f"advisory:{url}"
-    if _reenter(key):
-        try:
-            yield
-        finally:
-            _leave(key)
-        return
+def _advisory_lock(url: str, key: str, command: str, wait_s: float | None) -> Iterator[None]:
     import psycopg2
 
     if wait_s is None:
@@ -148,15 +148,7 @@ def _advisory_lock(url: str, command: str, wait_s: float | None) -> Iterator[Non
 
 
 @contextmanager
-def _file_lock(home: Path, command: str, wait_s: float | None) -> Iterator[None]:
-    home = home.resolve()
-    key = str(home)
-    if _reenter(key):
-        try:
-            yield
-        finally:
-            _leave(key)
-        return
+def _file_lock(home: Path, key: str, command: str, wait_s: float | None) -> Iterator[None]:
     if wait_s is None:
         wait_s = float(os.environ.get(WAIT_ENV, "0") or 0)
     home.mkdir(parents=True, exist_ok=True)
