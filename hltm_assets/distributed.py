@@ -31,6 +31,7 @@ from hltm_assets.history import (
     open_instance,
 )
 from hltm_assets.partitions import KeyRange, TreePartitions, range_label, sibling_ranges
+from hltm_assets.runner import PARTITIONS_TAG, TRIGGER_TAG, IndexResult, LevelKeys
 from hltm_resources.build.erasure import complete_erasures
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
@@ -53,8 +54,6 @@ LIVENESS_S = 5.0
 #: declared lost (a task between the broker and a worker's start is briefly in neither).
 LOST_AFTER = 3
 TASK_ID_TAG = "dagster-celery/task_id"
-#: The engine's usage counts a run's ``batch`` metadata carries (summed into the index's).
-USAGE_KEYS = ("engine_calls", "llm_calls", "prompt_tokens", "completion_tokens", "cache_hits")
 CODE_MODULE = "hltm_assets.definitions"
 #: Runs log to the workers' consoles only their errors (the event log has everything).
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -162,8 +161,8 @@ class DistributedIndex:
         tags = {
             ASSET_PARTITION_RANGE_START_TAG: span.start,
             ASSET_PARTITION_RANGE_END_TAG: span.end,
-            "hltm/trigger": "cli",
-            "hltm/partitions": range_label(self.tree, level, span.start, span.end),
+            TRIGGER_TAG: "cli",
+            PARTITIONS_TAG: range_label(self.tree, level, span.start, span.end),
         }
         if self.only_changed:
             tags[ONLY_CHANGED_TAG] = "true"
@@ -181,20 +180,14 @@ class DistributedIndex:
         return run.run_id
 
     def build_level(self, level: str, keys: list[str]) -> None:
-        tree, result = self.tree, self.result
-        ordered = tree.of_level(level).get_partition_keys()
-        nodes = tree.topology.level(level)
-        parents = {tree.topology.node(n).parent_id for n in self.recorded_children}
-        to_build = set(keys)
-        recorded = [k for k in ordered if nodes[k].node_id in parents and k not in to_build]
-        parent_of = {k: nodes[k].parent_id for k in [*keys, *recorded]}
-        position = {k: i for i, k in enumerate(ordered)}
+        result = self.result
+        lk = LevelKeys.of(self.tree, level, keys, self.recorded_children)
         size = math.ceil(len(keys) / (RUNS_PER_WORKER * len(self.workers)))
         size = max(RUN_SIZE[0], min(RUN_SIZE[1], size))
         spans = [
             part
-            for span in sibling_ranges(keys, ordered, parent_of, recorded)
-            for part in split(span, ordered, position, size)
+            for span in sibling_ranges(keys, lk.ordered, lk.parent_of, lk.recorded)
+            for part in split(span, lk.ordered, lk.position, size)
         ]
         runs = {self._launch(level, span): span for span in spans}
         result.runs += len(runs)
@@ -215,16 +208,8 @@ class DistributedIndex:
             ).records
             if records:
                 batch = records[0].event_log_entry.asset_materialization.metadata["batch"].value
-                result.built[level] += int(batch["nodes_built"])
-                result.embedded_texts += int(batch.get("embedded_texts", 0))
-                for phase in result.phases:
-                    result.phases[phase] += float(batch[f"{phase}_seconds"])
-                for key, value in batch.items():  # the engine's usage (engine_calls, ...)
-                    if key in USAGE_KEYS and isinstance(value, int):
-                        result.usage[key] = result.usage.get(key, 0) + value
-            self.recorded_children.update(
-                nodes[k].node_id for k in ordered[position[span.start] : position[span.end] + 1]
-            )
+                result.built[level] += result.add_batch(batch, usage=True)
+            self.recorded_children.update(lk.node_ids(span))
         if failed:
             raise LevelFailed(level, sorted(failed))
 
@@ -291,7 +276,6 @@ def run_index_distributed(
 ):
     """:func:`hltm_assets.runner.run_index` on the workers (see the module's docstring)."""
     from hltm_assets.partitions import tree_partitions
-    from hltm_assets.runner import IndexResult
 
     t0 = time.perf_counter()
     with home_lock(settings, "index"):

@@ -56,6 +56,38 @@ RANGE_GAP = 200
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
+#: The engine's usage counts a run's ``batch`` metadata carries.
+USAGE_KEYS = ("engine_calls", "llm_calls", "prompt_tokens", "completion_tokens", "cache_hits")
+
+
+@dataclass(frozen=True)
+class LevelKeys:
+    """A level's partitions as its runs see them: ``recorded`` are current nodes whose
+    children the level below recorded, so they must be recorded too (see
+    :func:`sibling_ranges`)."""
+
+    ordered: list[str]
+    nodes: dict
+    recorded: list[str]
+    parent_of: dict[str, str | None]
+    position: dict[str, int]
+
+    @classmethod
+    def of(cls, tree: TreePartitions, level: str, keys: list[str], recorded_children: set[str]):
+        ordered = tree.of_level(level).get_partition_keys()
+        nodes = tree.topology.level(level)
+        parents = {tree.topology.node(n).parent_id for n in recorded_children}
+        to_build = set(keys)
+        recorded = [k for k in ordered if nodes[k].node_id in parents and k not in to_build]
+        parent_of = {k: nodes[k].parent_id for k in [*keys, *recorded]}
+        return cls(ordered, nodes, recorded, parent_of, {k: i for i, k in enumerate(ordered)})
+
+    def node_ids(self, span: KeyRange) -> list[str]:
+        """The node ids of every partition from ``span.start`` to ``span.end``."""
+        first, last = self.position[span.start], self.position[span.end]
+        return [self.nodes[k].node_id for k in self.ordered[first : last + 1]]
+
+
 #: The Dagster instance whose storage lives in the home (a context manager).
 dagster_instance = open_instance
 
@@ -81,6 +113,19 @@ class IndexResult:
     def __post_init__(self) -> None:
         for level in self.plan.schema.names:
             self.built.setdefault(level, 0)
+
+    def add_batch(self, batch: dict, usage: bool = False) -> int:
+        """Add a run's ``batch`` metadata (the same on every partition) to the timings, and
+        with ``usage`` to the embedded texts and the engine's counts (runs in other processes
+        report them only there); returns the nodes it built."""
+        for phase in self.phases:
+            self.phases[phase] += float(batch[f"{phase}_seconds"])
+        if usage:
+            self.embedded_texts += int(batch.get("embedded_texts", 0))
+            for key in USAGE_KEYS:
+                if isinstance(batch.get(key), int):
+                    self.usage[key] = self.usage.get(key, 0) + batch[key]
+        return int(batch["nodes_built"])
 
     def as_json(self) -> dict:
         """``leaves_built``, then ``<level plural>_built`` per parent level, then costs."""
@@ -145,10 +190,7 @@ def _run(
     events = run.get_asset_materialization_events()
     if not events:
         return 0
-    batch = events[0].materialization.metadata["batch"].value  # the same on every key
-    for phase in result.phases:
-        result.phases[phase] += float(batch[f"{phase}_seconds"])
-    return int(batch["nodes_built"])
+    return result.add_batch(events[0].materialization.metadata["batch"].value)
 
 
 def _materialize_level(
@@ -173,13 +215,9 @@ def _materialize_level(
 
     def build_level(level: str, keys: list[str]) -> None:
         job = defs.resolve_job_def(level_job_name(level))
-        ordered = tree.of_level(level).get_partition_keys()
-        nodes = tree.topology.level(level)
-        parents = {tree.topology.node(n).parent_id for n in recorded_children}
+        lk = LevelKeys.of(tree, level, keys, recorded_children)
+        ordered, nodes, position = lk.ordered, lk.nodes, lk.position
         to_build = set(keys)
-        recorded = [k for k in ordered if nodes[k].node_id in parents and k not in to_build]
-        parent_of = {k: nodes[k].parent_id for k in [*keys, *recorded]}
-        position = {k: i for i, k in enumerate(ordered)}
         recorded_children.clear()
 
         def attempt(spans: list[KeyRange], only_changed: bool) -> None:
@@ -189,10 +227,7 @@ def _materialize_level(
                 built = _run(job, instance, span.start, span.end, label, result, only_changed)
                 if built is not None:
                     result.built[level] += built
-                    recorded_children.update(
-                        nodes[k].node_id
-                        for k in ordered[position[span.start] : position[span.end] + 1]
-                    )
+                    recorded_children.update(lk.node_ids(span))
                     continue
                 failed = {k for k in span.keys if nodes[k].node_id in (indexer.last_failures or {})}
                 anchors = sorted([*span.keys, *span.recorded], key=position.__getitem__)
@@ -212,14 +247,14 @@ def _materialize_level(
                             for r in sibling_ranges(
                                 [k for k in part if k in to_build],
                                 ordered,
-                                parent_of,
+                                lk.parent_of,
                                 [k for k in part if k not in to_build],
                             )
                         ],
                         only_changed,
                     )
 
-        attempt(sibling_ranges(keys, ordered, parent_of, recorded, RANGE_GAP), only_changed)
+        attempt(sibling_ranges(keys, ordered, lk.parent_of, lk.recorded, RANGE_GAP), only_changed)
 
     return build_level
 

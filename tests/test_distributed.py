@@ -18,7 +18,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,12 +45,6 @@ def _lacking() -> list[str]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def deployment():
     """The three services on free loopback ports; the environment that selects them."""
@@ -64,7 +57,7 @@ def deployment():
     # PostgreSQL runs as its own user: its folder must not sit below pytest's private tmp.
     root = Path(tempfile.mkdtemp(prefix="hltm-services-"))
     root.chmod(0o755)
-    ports = services.Ports(postgres=_free_port(), redis=_free_port(), s3=_free_port())
+    ports = services.free_ports()
     env = services.up(root, ports)
     try:
         yield os.environ | env
@@ -171,26 +164,15 @@ class Workers:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _with_env(env: dict, fn):
+    with services.applied(env):
+        return fn()
+
+
 def _distributed_settings(env: dict, home: Path):
     from hltm_resources.config import Settings
 
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        return Settings.from_env(home)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def _with_env(env: dict, fn):
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        return fn()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return _with_env(env, lambda: Settings.from_env(home))
 
 
 def wait_for(condition, what: str, timeout_s: float = 120.0, every_s: float = 0.5):

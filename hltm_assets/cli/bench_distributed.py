@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,12 +20,6 @@ import time
 from pathlib import Path
 
 from hltm_assets.cli import services
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _hltm(env: dict, home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -80,7 +73,7 @@ def bench_distributed(
     local = {k: v for k, v in os.environ.items() if not k.startswith("HLTM_DEPLOYMENT")}
     _hltm(local, root / "embedded", "load", str(snap))
     out["embedded"] = _timed_index(local, root / "embedded", leaves)
-    ports = services.Ports(postgres=_free_port(), redis=_free_port(), s3=_free_port())
+    ports = services.free_ports()
     base = os.environ | services.up(root / "services", ports)
     try:
         runs = {}
@@ -110,13 +103,8 @@ def bench_distributed(
                             start_new_session=True,
                         )
                     )
-                saved = dict(os.environ)
-                os.environ.update(env)
-                try:
+                with services.applied(env):
                     app = celery_app(Settings.from_env(coordinator))
-                finally:
-                    os.environ.clear()
-                    os.environ.update(saved)
                 deadline = time.monotonic() + 120
                 while len(live_workers(app, 1.0)) < count:
                     if time.monotonic() > deadline:

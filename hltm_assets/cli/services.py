@@ -10,6 +10,7 @@ than one machine"). ``up`` prints the environment that selects the deployment.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import shutil
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,18 @@ class Ports:
     postgres: int = 55432
     redis: int = 56379
     s3: int = 55900
+
+
+def free_ports() -> Ports:
+    """Ports nothing listens on now, one per service (a deployment beside others)."""
+    socks = [socket.socket() for _ in range(3)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return Ports(*(s.getsockname()[1] for s in socks))
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _listening(port: int) -> bool:
@@ -183,21 +197,28 @@ def create_database(ports: Ports, name: str) -> None:
         _psql(ports, "-c", f'CREATE DATABASE "{name}"')
 
 
-def _make_bucket(env: dict[str, str]) -> None:
-    from hltm_resources.stores.lake import ObjectStore
-
+@contextlib.contextmanager
+def applied(env: dict[str, str]) -> Iterator[None]:
+    """``env`` in ``os.environ`` for the block (settings and clients read it), then restored."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        client = ObjectStore.from_env(env["HLTM_OBJECT_STORE"]).client()
-        if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
-            client.create_bucket(Bucket=BUCKET)
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _make_bucket(env: dict[str, str]) -> None:
+    from hltm_resources.stores.lake import ObjectStore
+
+    with applied(env):
+        client = ObjectStore.from_env(env["HLTM_OBJECT_STORE"]).client()
+        if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+            client.create_bucket(Bucket=BUCKET)
 
 
 def down(root: Path) -> None:
