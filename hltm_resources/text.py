@@ -144,3 +144,29 @@ def collapse_text(text: str, limit: int) -> str:
     """Whitespace-collapsed text cut at a word boundary."""
     text = collapse_ws(text)
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "..."
+
+
+def near_word(a: str, b: str) -> bool:
+    """Equal, or (for words of five letters or more) one edit apart, a swap counting as one."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if la < 5 or lb < 5 or la - lb > 1 or lb - la > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        swap = (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+        return len(diff) == 1 or swap
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def near_spelling(a: str, b: str) -> bool:
+    """Two values that differ by a typo: as many words, each :func:`near_word` its peer."""
+    wa, wb = fold(a).split(), fold(b).split()
+    return len(wa) == len(wb) and all(near_word(x, y) for x, y in zip(wa, wb, strict=True))

@@ -27,9 +27,11 @@ from hltm_resources.engines import (
     ScopeVocabulary,
     make_agents,
 )
-from hltm_resources.engines.base import ContextItem, LeafMatch, ParsedQuery
-from hltm_resources.engines.extractive.questions import MATCH_COSINE
-from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS, canonical_value
+from hltm_resources.engines.aliases import as_written, value_aliases
+from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
+from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
+from hltm_resources.engines.understanding import analyze
+from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
 from hltm_resources.stores import database
 from hltm_resources.stores.database import StoreBusyError
@@ -41,16 +43,15 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
-from query.retrieval import Retriever, ViewRows, node_scores
+from query.findings import evidence_findings, key_findings, mentioned_values, why_findings
+from query.retrieval import Retriever, ViewRows
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
     KnownValues,
     ScopeLeaves,
     ValueSetCache,
-    constraints,
     group_passages,
-    list_items,
-    value_aliases,
+    one_valued,
 )
 
 DEFAULT_K_FACET = 25
@@ -60,6 +61,13 @@ DEFAULT_K_EVIDENCE = 25
 #: How close in meaning a summary question must be to a key's description to be about it
 #: (calibrated on the hiring benchmark's dev phrasing, BENCHMARKS.md).
 KEY_MEANING_COSINE = 0.35
+#: How close a question whose words name something no key holds ("the office attendance
+#: expectation") must be to a key's description to be about that key.
+PHRASE_MEANING_COSINE = 0.45
+#: How close a question must be to a rejection reason to name it in its own words, and by how
+#: much closer than to the next reason.
+REASON_COSINE = 0.5
+REASON_MARGIN = 0.03
 KEYWORD_BONUS = 0.1
 #: How many of a learned key's values describe it to a summary question no canonical key fits.
 PROFILE_VALUES = 5
@@ -87,9 +95,10 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 @lru_cache(maxsize=200_000)
-def _canonical(key: str, value: str) -> str:
-    """An alias's value as its key's values are written (workplace words), else as it is."""
-    return canonical_value(key, value) or value
+def _written(key: str, value: str) -> tuple[str, ...]:
+    """An alias's value as its key's values are written: list items, workplace words, a
+    title without its seniority word (:func:`~hltm_resources.engines.aliases.as_written`)."""
+    return tuple(as_written(key, value))
 
 
 #: The paper's TopK of the facet score. Without the exact-match expansion of the facet view,
@@ -115,6 +124,35 @@ class Retrieval:
     def contexts(self) -> dict[str, list[dict]]:
         """Per view, the retrieved items with scores and provenance (JSON-ready)."""
         return contexts_as_dicts(self.context)
+
+
+@dataclass
+class Examined:
+    """What :meth:`Memory._examine` found (see there)."""
+
+    matches: list[LeafMatch] | None
+    distributions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    counted: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    groups: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    #: For a one-value key memory holds no value of: the values its passages mention.
+    mentioned: list[Finding] = field(default_factory=list)
+
+
+def _grouped(leaves: list[str], level: str, catalog: dict) -> dict[str, tuple[str, list[str]]]:
+    """The nodes of ``level`` above ``leaves``: each with its name and its leaves among them
+    (in order)."""
+    by_path = {entry[1]: n for n, entry in catalog.items() if entry[0] == level}
+    out: dict[str, tuple[str, list[str]]] = {}
+    for leaf in leaves:
+        path = catalog.get(leaf, ("", ""))[1]
+        parts = path.split("/")
+        for i in range(len(parts), 0, -1):
+            node = by_path.get("/".join(parts[:i]))
+            if node is not None:
+                out.setdefault(node, (catalog[node][2], []))[1].append(leaf)
+                break
+    return dict(sorted(out.items()))
 
 
 @dataclass
@@ -380,11 +418,11 @@ class Memory:
         for key in sorted(set(aliases.values())):  # an alias's values are its key's
             have = values.setdefault(key, [])
             offered = [
-                _canonical(key, item)
+                item
                 for a, k in aliases.items()
                 if k == key
                 for v in values.pop(a, [])
-                for item in list_items(key, v)
+                for item in _written(key, v)
             ]
             seen = {fold(v) for v in have}
             fresh = []
@@ -497,14 +535,24 @@ class Memory:
         )
         vocab = self._vocabulary(resolved, where)
         t_parse = time.perf_counter()
-        parsed = self.agents.parse_query(question, vocab)
+        analysis = analyze(
+            question,
+            vocab,
+            self.settings.schema,
+            resolved.level,
+            self._named_nodes(resolved),
+            resolved.node_id,
+        )
         t_embed = time.perf_counter()
         # One model call: the question and the micro-queries not embedded before (labels
         # such as "location: Berlin" recur across questions and stay cached).
-        valued = [m.text for m in parsed.micro if m.value]
+        valued = [m.text for m in analysis.constraints]
         vectors = self._meanings(valued, fresh=question)
         qvec = vectors[question]
-        parsed = self._with_target_by_meaning(parsed, qvec, vocab)
+        analysis = self._asked_by_meaning(analysis, qvec, vocab)
+        if not self.settings.schema.is_leaf(resolved.level):
+            analysis = self._free_text_value(analysis, qvec, vocab)
+        parsed = self.agents.parse_query(question, vocab, analysis)
         micro = list(parsed.micro) or [MicroQuery("question", None)]
         micro_vecs = np.vstack(
             [
@@ -565,7 +613,7 @@ class Memory:
             )
             for n in facets
         ]
-        matches, distributions, counted = self._verified(parsed, micro_vecs, where, resolved, vocab)
+        examined = self._examine(analysis, question, where, resolved, vocab)
         t_end = time.perf_counter()
         context = RetrievedContext(
             resolved.node_id,
@@ -575,9 +623,13 @@ class Memory:
             qa,
             summaries,
             evidence,
-            matches,
-            distributions,
-            counted,
+            examined.matches,
+            examined.distributions,
+            examined.counted,
+            analysis,
+            examined.findings,
+            examined.groups,
+            examined.mentioned,
         )
         context = self._kept_in_scope(context, resolved, catalog)
         usage1 = self.agents.usage.snapshot()
@@ -590,29 +642,32 @@ class Memory:
         }
         return Retrieval(context, resolved, timings)
 
-    def _with_target_by_meaning(
-        self, parsed: ParsedQuery, qvec: np.ndarray, vocab: ScopeVocabulary
-    ) -> ParsedQuery:
-        """What a summary question asks about, by meaning as well as by its words.
+    def _asked_by_meaning(
+        self, analysis: Analysis, qvec: np.ndarray, vocab: ScopeVocabulary
+    ) -> Analysis:
+        """What a question asks about, by meaning where its words name no key.
 
-        A question that states no value cannot ask which leaves match one: it is a summary.
-        Its target is the key whose description it is closest to in meaning, the keys its
-        words name counting a little more (``KEYWORD_BONUS``); a question close to no key
-        keeps what its words say."""
-        if not any(m.value for m in parsed.micro):
-            parsed = replace(parsed, kind="summary")
-        if parsed.kind != "summary":
-            return parsed
-        named = set(parsed.target_keys)
+        A fact or distribution question whose words name no key of the scope is about the
+        key whose description it is closest to in meaning (MiniLM cosine with the closest of
+        a few one-line descriptions per key, ``KEY_MEANING_COSINE``; when no canonical key
+        fits, a key learned from the data, described by its name and commonest values). A
+        question whose words name something no key holds ("the code name") needs a closer
+        fit (``PHRASE_MEANING_COSINE``) and keeps its words for the evidence. A distribution
+        question naming a value of the very key it asks about ("Do these jobs mostly let
+        people work from home?") is that key's distribution."""
+        if analysis.form not in ("fact", "distribution") or analysis.answer_type != "value":
+            return analysis
+        if analysis.asked_key and analysis.asked_by != "words":
+            return analysis  # the question names its key outright
         described = {k: KEY_DESCRIPTIONS[k] for k in KEY_DESCRIPTIONS if vocab.values.get(k)}
         vectors = self._meanings([t for texts in described.values() for t in texts])
         score = {
-            k: max(float(vectors[t] @ qvec) for t in texts) + KEYWORD_BONUS * (k in named)
+            k: max(float(vectors[t] @ qvec) for t in texts) + KEYWORD_BONUS * (k in analysis.worded)
             for k, texts in described.items()
         }
-        if not score or max(score.values()) < KEY_MEANING_COSINE:
-            # No canonical key fits: a key learned from the data, described by its name and
-            # its commonest values ("grounds: failed the technical assessment, ...").
+        if analysis.form == "distribution" and (
+            not score or max(score.values()) < KEY_MEANING_COSINE
+        ):
             profiles = {
                 k: f"{humanize_key(k)}: {', '.join(v[:PROFILE_VALUES])}"
                 for k, v in vocab.values.items()
@@ -621,19 +676,55 @@ class Memory:
             vectors = self._meanings(list(profiles.values()))
             score = {k: float(vectors[t] @ qvec) for k, t in profiles.items()}
         if not score:
-            return parsed
+            return analysis
         key = max(score, key=lambda k: score[k])
-        stated = {m.key for m in parsed.micro if m.value}
-        if score[key] < KEY_MEANING_COSINE:
-            return parsed
-        if key in stated:
-            # "Do these jobs mostly let people work from home?" names a value of the very key
-            # it asks about, and no other: the key's distribution is the answer.
-            if not set(parsed.target_keys) <= {key} or stated != {key}:
-                return parsed
-            return replace(parsed, micro=(MicroQuery(key, None),), target_keys=(key,))
-        micro = [m for m in parsed.micro if m.value] + [MicroQuery(key, None)]
-        return replace(parsed, micro=tuple(micro), target_keys=(key,))
+        floor = PHRASE_MEANING_COSINE if analysis.asked_phrase else KEY_MEANING_COSINE
+        if score[key] < floor or key == analysis.asked_key:
+            return analysis
+        constraints = analysis.constraints
+        if analysis.form == "distribution" and {c.key for c in constraints} == {key}:
+            constraints = ()  # "mostly remote?": the key's distribution answers
+        elif any(c.key == key for c in constraints) and analysis.form == "fact":
+            return analysis  # "Is this role remote?" names the value it asks about
+        return replace(analysis, asked_key=key, asked_by="meaning", constraints=constraints)
+
+    def _free_text_value(
+        self, analysis: Analysis, qvec: np.ndarray, vocab: ScopeVocabulary
+    ) -> Analysis:
+        """A rejection reason a question states in its own words ("we couldn't sponsor a
+        visa" for "no visa sponsorship available"). Reasons are sentences, not categories:
+        the one closest in meaning to the question is the one it names, when it is close
+        (``REASON_COSINE``) and clearly closer than the next (``REASON_MARGIN``); the leaves
+        that hold it are then matched by identity, as any other value."""
+        key = "rejection_reason"
+        known = vocab.values.get(key, [])
+        if not known or any(c.key == key for c in analysis.constraints):
+            return analysis
+        about = analysis.asked_key == key or analysis.form == "why"
+        if not about:
+            reasons = self._meanings(list(KEY_DESCRIPTIONS[key]))
+            about = max(float(v @ qvec) for v in reasons.values()) >= KEY_MEANING_COSINE
+        if not about or analysis.form == "distribution":
+            return analysis
+        texts = {v: f"{humanize_key(key)}: {v}" for v in known[: KEY_VECTOR_CACHE // 4]}
+        vectors = self._meanings(list(texts.values()))
+        ranked = sorted(((float(vectors[t] @ qvec), v) for v, t in texts.items()), reverse=True)
+        best = ranked[0]
+        second = ranked[1][0] if len(ranked) > 1 else 0.0
+        if best[0] < REASON_COSINE or best[0] - second < REASON_MARGIN:
+            return analysis
+        constraints = (*analysis.constraints, MicroQuery(key, best[1]))
+        form = "list" if analysis.form == "why" else analysis.form
+        level = analysis.level or self.settings.schema.leaf.name
+        answer_type = "nodes" if form == "list" else analysis.answer_type
+        return replace(
+            analysis,
+            constraints=constraints,
+            form=form,
+            level=level,
+            answer_type=answer_type,
+            asked_key=None if form == "list" else analysis.asked_key,
+        )
 
     def _meanings(self, texts: list[str], fresh: str | None = None) -> dict[str, np.ndarray]:
         """Embeddings of key descriptions and labels, the missing ones in one call (cached),
@@ -700,60 +791,114 @@ class Memory:
         if cached is not None and cached[0]() is rows and cached[1]() is evidence:
             return cached[2], rows
         schema = self.settings.schema
-        values: dict[str, dict[str, list[str]]] = {}
-        for node, level, key, value in zip(
+        native: dict[str, dict[str, list[str]]] = {}
+        aliased: dict[str, dict[str, list[str]]] = {}
+        sources: dict[str, dict[tuple[str, str], tuple[str, ...]]] = {}
+        for node, level, key, value, docs in zip(
             rows.cols["node_id"],
             rows.cols["level"],
             rows.cols["key"],
             rows.cols["value"],
+            rows.cols["source_ids"],
             strict=True,
         ):
-            if schema.is_leaf(level):
-                target = aliases.get(key, key)
-                named = _canonical(target, value) if target != key else value
-                values.setdefault(node, {}).setdefault(target, []).append(named)
-        leaves = ScopeLeaves.build(values, group_passages(evidence.cols))
+            if not schema.is_leaf(level):
+                continue
+            target = aliases.get(key, key)
+            named = _written(target, value) if target != key else (value,)
+            into = native if target == key else aliased
+            for item in named:
+                into.setdefault(node, {}).setdefault(target, []).append(item)
+                sources.setdefault(node, {})[(target, item)] = tuple(docs or ())
+        # A leaf's own value of a one-value key stands over one an alias lends it.
+        values = native
+        for node, keys in aliased.items():
+            mine = values.setdefault(node, {})
+            for key, items in keys.items():
+                if key in mine and one_valued(key):
+                    continue
+                mine[key] = list(dict.fromkeys(mine.get(key, []) + items))
+        leaves = ScopeLeaves.build(values, group_passages(evidence.cols), sources)
         if len(self._leaves) >= CACHED_SCOPE_LEAVES:
             self._leaves.pop(next(iter(self._leaves)))
         self._leaves[cache_key] = (weakref.ref(rows), weakref.ref(evidence), leaves)
         return leaves, rows
 
-    def _verified(
-        self,
-        parsed: ParsedQuery,
-        micro_vecs: np.ndarray,
-        where: str,
-        scope: Scope,
-        vocab: ScopeVocabulary,
-    ) -> tuple[list[LeafMatch] | None, dict[str, list[tuple[str, int]]], int]:
-        """The leaves satisfying every constraint of the question (facets or evidence), and
-        for a summary question the distributions of its asked keys over the leaves concerned."""
-        wanted = constraints(parsed)
-        targets = list(parsed.target_keys) or [m.key for m in parsed.micro if not m.value]
-        if not wanted and not (parsed.kind == "summary" and targets):
-            return [], {}, 0
+    def _named_nodes(self, scope: Scope) -> dict[str, str]:
+        """The scope node and the nodes above the leaves inside it, by id, with their names:
+        the nodes a question may name ("Kaito's searches")."""
+        leaf = self.settings.schema.leaf.name
+        return {
+            n: entry[2]
+            for n, entry in self.catalog().items()
+            if entry[0] != leaf and scope.contains(entry[1])
+        }
+
+    def _examine(
+        self, analysis: Analysis, question: str, where: str, scope: Scope, vocab: ScopeVocabulary
+    ) -> Examined:
+        """The leaves a question is about (its constraints verified on every leaf of the
+        scope, by facet identity or by evidence) and what answers it: the facts with their
+        nodes and documents, the nodes a list or count names, the distribution of the key a
+        distribution question asks about."""
         held = self._scope_leaves(where, scope, vocab.aliases)
         if held is None:
-            return None, {}, 0
-        leaves, rows = held
-        # Per micro-query, the nodes whose best facet cosine reaches MATCH_COSINE (compared
-        # as Python floats, as the scores are reported).
-        groups = rows.groups
-        _, best = node_scores(micro_vecs @ rows.vectors.T, groups, 1)
-        strong = [
-            {groups.nodes[j] for j in np.flatnonzero(b.astype(np.float64) >= MATCH_COSINE)}
-            for b in best
+            return Examined(None)  # a scope too large to hold: the facet view decides
+        leaves, _ = held
+        schema = self.settings.schema
+        names = self.names()
+        catalog = self.catalog()
+        pool = leaves.leaves
+        if schema.is_leaf(scope.level):
+            pool = [scope.node_id]
+        elif analysis.within and analysis.within in catalog:
+            inner = catalog[analysis.within][1]
+            pool = [n for n in pool if n in catalog and f"{catalog[n][1]}/".startswith(f"{inner}/")]
+        pool = [n for n in pool if schema.is_leaf(n.split(":", 1)[0])]
+        wanted = list(analysis.constraints) + [
+            MicroQuery(MENTION_KEY, m) for m in analysis.mentions
         ]
-        matches = leaves.verify(parsed, self.settings.schema, strong, vocab.values, self.names())
-        if parsed.kind != "summary" or not targets or (wanted and not matches):
-            return matches, {}, 0
-        pool = [m.node_id for m in matches] if wanted else leaves.leaves
-        spread = {
-            key: leaves.distribution(pool, key, vocab.values.get(key, []))
-            for key in targets
-            if key in vocab.values
-        }
-        return matches, {k: v for k, v in spread.items() if v}, len(pool)
+        at_leaf = schema.is_leaf(scope.level)
+        if wanted and not at_leaf:
+            query = ParsedQuery("retrieval", tuple(wanted))
+            kept = set(pool)
+            matches = [
+                m for m in leaves.verify(query, schema, vocab.values, names) if m.node_id in kept
+            ]
+        else:
+            matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if wanted else []
+        subjects = [m.node_id for m in matches] if wanted and not at_leaf else pool
+        out = Examined(matches if (wanted and not at_leaf) else None)
+        key = analysis.asked_key
+        if analysis.form in ("list", "count"):
+            if (
+                analysis.level
+                and schema.has(analysis.level)
+                and schema.rank(scope.level) < schema.rank(analysis.level) < len(schema.names) - 1
+            ):
+                out.groups = _grouped(subjects, analysis.level, catalog)
+            if not wanted:
+                out.matches = [LeafMatch(n, (), names.get(n, n)) for n in subjects]
+        elif analysis.form == "distribution" and key:
+            known = vocab.values.get(key, [])
+            spread = leaves.distribution(subjects, key, known) if known else []
+            if spread:
+                out.distributions = {key: spread}
+                out.counted = len(subjects)
+        elif analysis.form == "why":
+            known = vocab.values.get("rejection_reason", [])
+            out.findings = why_findings(leaves, subjects, analysis, known, names)
+        elif analysis.form == "fact":
+            if key and key in vocab.values:
+                out.findings = key_findings(leaves, subjects, key, vocab.values[key], names)
+                if not out.findings and len(subjects) == 1 and one_valued(key):
+                    out.mentioned = mentioned_values(
+                        leaves, subjects[0], key, vocab.values[key], names
+                    )
+            if not out.findings and (analysis.asked_phrase or analysis.answer_type != "value"):
+                known = {fold(v) for values in vocab.values.values() for v in values}
+                out.findings = evidence_findings(leaves, subjects, analysis, question, names, known)
+        return out
 
     @staticmethod
     def _kept_in_scope(
@@ -825,6 +970,9 @@ class Memory:
                 "matched_keys": sorted({m.key for m in parsed.micro}),
                 "target_keys": list(parsed.target_keys),
                 "unmatched": list(parsed.unmatched),
+                "analysis": retrieval.context.analysis.describe()
+                if retrieval.context.analysis
+                else None,
             },
             retrieved=retrieval.context,
         )

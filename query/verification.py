@@ -5,9 +5,9 @@ constraints ``key: value``. Candidate leaves come from two places: leaves whose 
 constraint, and leaves whose evidence (their documents, verbatim) mentions a constraint's value.
 Each candidate is then checked against *every* constraint, and satisfies one when
 
-- one of its facets states it: facet cosine >= ``MATCH_COSINE``, or a facet of the key (or of
-  a key the scope's values show to be an alias of it) whose value states the constraint's
-  ("Senior Data Engineer" states "Data Engineer"; "Lisbon" states "Lisbon, Portugal"), or
+- one of its facets is the value: identity after normalization (``same_value_key``: "Lisbon"
+  is "Lisbon, Portugal"; "Mid-Senior level" is not "Senior", Frontend is not Backend, however
+  close their vectors are), or
 - its evidence states the value (or a variant: the part before a comma; a one-letter typo in a
   long word), not negated ("not remote", "no Kubernetes", "PyTorch, which is not part of this
   role" do not state them). For a key that holds one value per leaf (a location, a title),
@@ -22,35 +22,35 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from hltm_resources.engines.aliases import (
+    ValueIndex,
+    variants,
+)
 from hltm_resources.engines.base import LeafMatch, MicroQuery, ParsedQuery
 from hltm_resources.engines.extractive.documents import is_feedback_kind
-from hltm_resources.engines.extractive.questions import MATCH_COSINE
-from hltm_resources.engines.vocabulary import CANDIDATE_KEYS, KEY_ORDER, MULTI_KEYS
+from hltm_resources.engines.negation import _TOKEN, negated, tokenize
+from hltm_resources.engines.vocabulary import (
+    CANDIDATE_KEYS,
+    KEY_ALIASES,
+    KEY_ORDER,
+    MULTI_KEYS,
+    same_value_key,
+)
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import fold, pluralize, split_list
+from hltm_resources.text import fold
+from hltm_resources.text import near_word as _near
 
-#: Words that negate what is near them ("n't" folds to "t").
-NEGATORS = frozenset("not no never without non nor neither cannot t".split())
-#: Words that turn a negator into emphasis ("don't forget X", "not only X").
-NEGATION_CANCELLERS = frozenset("forget only hesitate miss overlook".split())
-#: Words before a mention, and after it, that a negation may sit in.
-NEGATION_BEFORE = 4
-NEGATION_AFTER = 6
-#: Tokens that end the reach of a negation: sentence punctuation, contrast, coordination.
-CLAUSE_BREAKS = frozenset(". ; : ! ? but however although though while whereas yet".split())
-COORDINATION = frozenset("and or".split())
 #: Words by which a note on a candidate says the role needs something.
 REQUIREMENT_WORDS = frozenset(
-    "need needs needed require requires required requirement must want wants wanted "
+    "need needs needed require requires required requirement requirements must want wants "
+    "wanted "
     "essential mandatory ask asks asked expect expects expected".split()
 )
-_TOKEN = re.compile(r"[a-z0-9]+|[.;:!?]")
 
 
 @dataclass(frozen=True)
@@ -61,37 +61,15 @@ class Passage:
     doc_id: str
     kind: str
     tokens: tuple[str, ...]
+    #: The passage as written, and its id (what answers quote and cite).
+    text: str = ""
+    passage_id: str = ""
 
     @cached_property
     def words(self) -> frozenset[str] | None:
         """Its distinct tokens, when all are what :func:`tokenize` makes (else None)."""
         words = frozenset(self.tokens)
         return words if all(_TOKEN.fullmatch(w) for w in words) else None
-
-
-def tokenize(text: str) -> list[str]:
-    """Folded words, plus the punctuation that ends a clause: ``fold_keep_breaks`` read for
-    runs of letters and digits (what :func:`fold` keeps of a word), clause by clause."""
-    out: list[str] = []
-    for part in _CLAUSE_END.split(text):
-        if part in ".;:!?":  # a clause's end (or a part made of such marks), kept as it is
-            out += _TOKEN.findall(part)
-        else:
-            out += _RUNS.findall(_lower_plain(part))
-    return out
-
-
-_CLAUSE_END = re.compile(r"([.;:!?])(?=\s|$)")
-_RUNS = re.compile(r"[a-z0-9]+")
-
-
-def _lower_plain(text: str) -> str:
-    """Lowercase without accents, as :func:`fold` reads text before taking its words (not
-    cached: passages are read once)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(c for c in text if not unicodedata.combining(c))
-    return text.lower()
 
 
 def fold_keep_breaks(text: str) -> str:
@@ -103,35 +81,6 @@ def fold_keep_breaks(text: str) -> str:
 def constraints(parsed: ParsedQuery) -> list[tuple[int, MicroQuery]]:
     """The valued micro-queries of a question, with their index in ``parsed.micro``."""
     return [(i, m) for i, m in enumerate(parsed.micro) if m.value]
-
-
-def variants(value: str) -> list[list[str]]:
-    """Token sequences that state ``value``: itself, and its head before a comma."""
-    out = [fold(value).split()]
-    head = value.split(",")[0]
-    if head != value and len(fold(head)) >= 3:
-        out.append(fold(head).split())
-    return [v for v in out if v]
-
-
-def _near(a: str, b: str) -> bool:
-    """Equal, or (for words of five letters or more) one edit apart, a swap counting as one."""
-    if a == b:
-        return True
-    la, lb = len(a), len(b)
-    if la < 5 or lb < 5 or la - lb > 1 or lb - la > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        swap = (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and a[diff[0]] == b[diff[1]]
-            and a[diff[1]] == b[diff[0]]
-        )
-        return len(diff) == 1 or swap
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 def mentions(tokens: Sequence[str], value: str) -> list[tuple[int, int]]:
@@ -162,26 +111,6 @@ def may_mention(words: frozenset[str], value: str) -> bool:
     mention ``value``: for some variant of it, each word must be among them, or a word one
     edit from it (see :func:`mentions`)."""
     return any(all(not words.isdisjoint(_near_words(w)) for w in seq) for seq in _variants(value))
-
-
-def negated(tokens: Sequence[str], start: int, end: int) -> bool:
-    """A negator in the few words before the mention, or after it, within its clause."""
-    for i in range(start - 1, max(-1, start - 1 - NEGATION_BEFORE), -1):
-        if tokens[i] in CLAUSE_BREAKS:
-            break
-        if _negates(tokens, i):
-            return True
-    for i in range(end, min(len(tokens), end + NEGATION_AFTER)):
-        if tokens[i] in CLAUSE_BREAKS or tokens[i] in COORDINATION:
-            break
-        if _negates(tokens, i):
-            return True
-    return False
-
-
-def _negates(tokens: Sequence[str], i: int) -> bool:
-    after = tokens[i + 1] if i + 1 < len(tokens) else ""
-    return tokens[i] in NEGATORS and after not in NEGATION_CANCELLERS
 
 
 def states(passage: Passage, key: str, value: str) -> bool:
@@ -236,6 +165,8 @@ class LeafFacts:
     best: list[float]
     values: dict[str, list[str]]
     passages: list[Passage]
+    #: The documents each facet value comes from, by (key, value).
+    sources: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def present(self) -> frozenset[str]:
@@ -258,14 +189,12 @@ def verify(
     """Every leaf that satisfies every constraint of ``parsed``, by facets or by evidence.
 
     ``vocabulary``: the values of each key (a single-valued key's other values are rivals).
-    A leaf satisfies a constraint when its best facet cosine for it reaches ``MATCH_COSINE``,
-    or one of its facets states the value; otherwise, unless its facets state another value
-    of a one-value key, when its evidence does (:func:`evidence_source`)."""
-    strong = [
-        {n for n, facts in leaves.items() if facts.best and facts.best[i] >= MATCH_COSINE}
-        for i in range(len(parsed.micro))
-    ]
-    return ScopeLeaves.of(leaves).verify(parsed, schema, strong, vocabulary, names)
+    A leaf satisfies a constraint when one of its facets is the value (identity after
+    normalization, ``same_value_key``); otherwise, unless its facets state another value of
+    a one-value key, when its evidence states it, not negated (:func:`evidence_source`).
+    Similarity never decides it: a Junior role is not a Senior one however close the two
+    labels' vectors are."""
+    return ScopeLeaves.of(leaves).verify(parsed, schema, vocabulary, names)
 
 
 def leaf_values(
@@ -303,16 +232,27 @@ def leaf_values(
     rival_of = cache.setdefault("rivals", {})
     found = []
     for w in known:
-        # Counting reads the evidence for every known value: only those whose words all
-        # occur in the leaf (typos are tolerated when checking a question's constraint).
-        if w in out or not _words(w) <= present:
+        # Counting reads the evidence for every known value: only those whose words (or its
+        # head's: "Toronto" of "Toronto, Canada") all occur in the leaf (typos are tolerated
+        # when checking a question's constraint).
+        if w in out or not any(present.issuperset(seq) for seq in _variants(w)):
             continue
         if w not in rival_of:
             rival_of[w] = [] if multi else index.rivals(w)
         if evidence_source(facts.passages, key, w, rival_of[w]):
             found.append(w)
     if not multi:
-        found = [w for w in found if not any(facet_states(o, w) for o in found if o != w)]
+        # One place named twice ("Toronto" and "Toronto, Canada") is that place, by its
+        # fullest name; a value another states and that states no other is a part of it.
+        found = [
+            w
+            for w in found
+            if not any(
+                facet_states(o, w) and (not facet_states(w, o) or len(o) > len(w))
+                for o in found
+                if o != w
+            )
+        ]
         if len(found) > 1:
             found = []
     return list(dict.fromkeys(out + found))
@@ -367,7 +307,8 @@ def _one_value(
     if not support:
         return None
     rank = index.rank  # the scope's most supported spelling first
-    return max(support, key=lambda w: (support[w], len(fold(w).split()), -rank[w]))
+    # Then the fullest spelling of the place ("Toronto, Canada" over "Toronto, CA").
+    return max(support, key=lambda w: (support[w], len(fold(w).split()), len(w), -rank[w]))
 
 
 def distribution(
@@ -397,12 +338,17 @@ class ScopeLeaves:
 
     @classmethod
     def build(
-        cls, values: dict[str, dict[str, list[str]]], passages: dict[str, list[Passage]]
+        cls,
+        values: dict[str, dict[str, list[str]]],
+        passages: dict[str, list[Passage]],
+        sources: dict[str, dict[tuple[str, str], tuple[str, ...]]] | None = None,
     ) -> ScopeLeaves:
-        """From each leaf's facet values per key and evidence passages."""
+        """From each leaf's facet values per key, evidence passages and the documents each
+        facet value comes from."""
+        sources = sources or {}
         return cls(
             {
-                n: LeafFacts([], values.get(n, {}), passages.get(n, []))
+                n: LeafFacts([], values.get(n, {}), passages.get(n, []), sources.get(n, {}))
                 for n in set(values) | set(passages)
             }
         )
@@ -428,22 +374,24 @@ class ScopeLeaves:
         self,
         parsed: ParsedQuery,
         schema: TreeSchema,
-        strong: Sequence[set[str]],
         vocabulary: dict[str, list[str]],
         names: Mapping[str, str] | None = None,
     ) -> list[LeafMatch]:
-        """:func:`verify`, with ``strong[i]`` the nodes whose best facet cosine for
-        micro-query ``i`` reaches ``MATCH_COSINE``. Evidence is read only in the leaves whose
-        words may state the value (:meth:`_may_state`)."""
+        """:func:`verify`. Evidence is read only in the leaves whose words may state the
+        value (:meth:`_may_state`)."""
         wanted = constraints(parsed)
         if not wanted:
             return []
         survivors = [n for n in self.leaves if schema.is_leaf(n.split(":", 1)[0])]
         how: dict[str, list[str]] = {n: [] for n in survivors}
-        for i, m in wanted:
-            stating = set(strong[i])
+        for _, m in wanted:
+            # A facet states a constraint's value when it is that value (identity after
+            # normalization: "Lisbon" is "Lisbon, Portugal"; "Mid-Senior level" is not
+            # "Senior", Frontend is not Backend).
+            stating: set[str] = set()
+            same = same_value_key(m.key, m.value)
             for v, holding in self.holders(m.key).items():
-                if _facet_states(v, m.value):
+                if same_value_key(m.key, v) == same:
                     stating.update(holding)
             may_state = self._may_state(m.value)
             rivals: list[str] | None = None
@@ -632,128 +580,6 @@ def _facet_states(facet_value: str, value: str) -> bool:
     return facet_states(facet_value, value)
 
 
-#: Share of a key's values that must state values of another key for it to be an alias.
-#: Exports in different accounts share only part of their values (each account hires in its
-#: own domains); 0.3 changed no answer on the dev worlds and joins list-valued keys that 0.5
-#: left apart (see BENCHMARKS.md, hiring).
-ALIAS_OVERLAP = 0.3
-
-
-def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
-    """Keys the data shows to be another name of a key, learned from the tree's own values.
-
-    - A key whose values are largely made of a canonical key's values is that key: an
-      export's ``vacancyName`` holding "Senior Data Engineer" and "Lead Biostatistician" is a
-      ``title`` wherever titles are "Data Engineer" and "Biostatistician"; a ``hiringCountry``
-      holding "Portugal" is part of a ``location``; ``toolkit`` holding "Go; AWS; Terraform"
-      is a ``skill`` wherever skills are "Go", "AWS" and "Terraform".
-    - A flattened path naming a canonical key is that key (``data_attributes_skill_tags``).
-    - Every key so recognized lends its values to the next round, until nothing changes: a
-      key whose values match a recognized alias's is recognized too.
-    - Keys no canonical key explains but whose values are the same (``grounds`` and
-      ``main_concern`` both holding "failed the technical assessment") are one key, named
-      after the member with most values (then the first by name).
-
-    A key's score against another is the mean, over its values, of the share of the value's
-    words the other's values cover; the best score at least ``ALIAS_OVERLAP`` wins (two
-    unexplained keys join when each one's score against the other reaches it). Computed once
-    per version of the facets table, with word indexes (:class:`ValueIndex`): linear in the
-    number of distinct values."""
-    pool = {k: ValueIndex(values[k]) for k in KEY_ORDER if values.get(k)}
-    pending = sorted(k for k, v in values.items() if k not in KEY_ORDER and v)
-    out: dict[str, str] = {}
-
-    def resolve(candidates: dict[str, ValueIndex]) -> bool:
-        found = {}
-        for key in (k for k in pending if k not in out):
-            best = _best_overlap(values[key], candidates)
-            if best is not None:
-                found[key] = best
-        for key, target in found.items():
-            out[key] = target
-            candidates.setdefault(target, ValueIndex(())).add(values[key])
-        return bool(found)
-
-    while resolve(pool):
-        pass
-    named = {k: c for k in pending if k not in out and (c := _named_in_path(k))}
-    for key, target in named.items():
-        out[key] = target
-        pool.setdefault(target, ValueIndex(())).add(values[key])
-    while named and resolve(pool):
-        pass
-    rest = [k for k in pending if k not in out]
-    for group in _overlap_groups(rest, values):
-        head = min(group, key=lambda k: (-len(values[k]), k))
-        out.update({k: head for k in group if k != head})
-    return out
-
-
-def _best_overlap(mine: Sequence[str], candidates: dict[str, ValueIndex]) -> str | None:
-    """The candidate key whose values cover ``mine`` best, if at least ``ALIAS_OVERLAP``."""
-    scores = {
-        other: sum(theirs.coverage(v) for v in mine) / len(mine)
-        for other, theirs in candidates.items()
-    }
-    order = {k: i for i, k in enumerate(KEY_ORDER)}
-    best = max(scores, key=lambda k: (scores[k], -order.get(k, len(order))), default=None)
-    return best if best is not None and scores[best] >= ALIAS_OVERLAP else None
-
-
-def _named_in_path(key: str) -> str | None:
-    """The canonical key a flattened path names among its parts (``data_skill_tags`` ->
-    ``skill``), if exactly one."""
-    parts = key.split("_")
-    found = set()
-    for canonical in KEY_ORDER:
-        words = canonical.split("_")
-        names = [words] + ([[pluralize(words[0])]] if len(words) == 1 else [])
-        size = len(words)
-        windows = [parts[i : i + size] for i in range(len(parts) - size + 1)]
-        if any(name in windows for name in names):
-            found.add(canonical)
-    return found.pop() if len(found) == 1 else None
-
-
-def _overlap_groups(keys: Sequence[str], values: dict[str, list[str]]) -> list[list[str]]:
-    """Keys joined when each one's values cover the other's (transitively)."""
-    parent = {k: k for k in keys}
-    index = {k: ValueIndex(values[k]) for k in keys}
-
-    def root(k: str) -> str:
-        while parent[k] != k:
-            k = parent[k]
-        return k
-
-    # Only keys sharing a value can cover each other's values that much: the candidates.
-    holders: dict[str, list[str]] = defaultdict(list)
-    for k in keys:
-        for v in set(map(fold, values[k])):
-            holders[v].append(k)
-    pairs = sorted({(a, b) for ks in holders.values() for a in ks for b in ks if a < b})
-    for a, b in pairs:
-        if root(a) == root(b):
-            continue
-        ab = sum(index[b].coverage(v) for v in values[a]) / len(values[a])
-        ba = sum(index[a].coverage(v) for v in values[b]) / len(values[b])
-        if min(ab, ba) >= ALIAS_OVERLAP:
-            parent[root(b)] = root(a)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for k in keys:
-        groups[root(k)].append(k)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def list_items(key: str, value: str) -> list[str]:
-    """The items of a value written as a list, for a key known to hold several values
-    ("Go, AWS and Terraform" as a ``skill``); the value itself otherwise."""
-    if key in MULTI_KEYS:
-        items = split_list(value)
-        if len(items) >= 2:
-            return items
-    return [value]
-
-
 def one_spelling(
     values: Sequence[str], misspelled: Mapping[str, frozenset[str]] | None = None
 ) -> list[str]:
@@ -841,63 +667,34 @@ def is_new_value(value: str, known: ValueIndex, key: str = "") -> bool:
     return not parts or (one_valued(key) and len(parts) >= 2)
 
 
-class ValueIndex:
-    """The values of a key indexed by their words, for :meth:`coverage` (exact words: a
-    misspelled value counts as its words alone)."""
-
-    def __init__(self, values: Sequence[str]):
-        self.starts: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-        self.spans: set[tuple[str, ...]] = set()  # every run of words of every value
-        self.full: set[tuple[str, ...]] = set()
-        self.add(values)
-
-    def add(self, values: Sequence[str]) -> None:
-        for value in values:
-            for seq in variants(value):
-                self.starts[seq[0]].add(tuple(seq))
-            words = tuple(fold(value).split())
-            self.full.add(words)
-            for i in range(len(words)):
-                for j in range(i + 1, min(len(words), i + MAX_SPAN) + 1):
-                    self.spans.add(words[i:j])
-
-    def parts(self, value: str) -> set[tuple[str, ...]]:
-        """The indexed values ``value`` states, other than itself."""
-        words = fold(value).split()
-        own = tuple(words)
-        found = set()
-        for i, word in enumerate(words):
-            for seq in self.starts.get(word, ()):
-                if seq in self.full and seq != own and tuple(words[i : i + len(seq)]) == seq:
-                    found.add(seq)
-        return found
-
-    def coverage(self, value: str) -> float:
-        """The share of ``value``'s words the indexed values it states cover together; 1
-        when the value (or its head before a comma) is part of an indexed value: "Go, AWS
-        and Terraform" is covered three words in four by "Go", "AWS" and "Terraform"."""
-        words = fold(value).split()
-        if not words:
-            return 0.0
-        if any(tuple(seq) in self.spans for seq in variants(value)):
-            return 1.0
-        covered: set[int] = set()
-        for i, word in enumerate(words):
-            for seq in self.starts.get(word, ()):
-                if tuple(words[i : i + len(seq)]) == seq:
-                    covered.update(range(i, i + len(seq)))
-        return len(covered) / len(words)
+_MACHINE_LABEL = re.compile(r"(?<!\S)[A-Za-z][\w-]*(?:[._][\w-]+)+:(?=\s|$)")
+_WORD_LABEL = re.compile(r"(?<![\w.])((?:[A-Za-z][\w-]*\s){0,3}[A-Za-z][\w-]*):(?=\s|$)")
 
 
-#: Longest run of words :class:`ValueIndex` knows as part of a value.
-MAX_SPAN = 8
+def without_labels(text: str) -> str:
+    """``text`` with the names of its fields left out (each replaced by a colon): a value
+    stated under a field is stated, the field's name is not ("job.remote_policy:" with no
+    value says nothing about remote work; "Remote Type: Hybrid" states hybrid)."""
+    text = _MACHINE_LABEL.sub(":", text)
+
+    def drop(m: re.Match) -> str:
+        words = m.group(1).split()
+        for n in range(len(words), 0, -1):
+            name = "_".join(fold(w) for w in words[-n:]).replace(" ", "_")
+            if name in KEY_ALIASES:
+                return " ".join(words[:-n]) + (" :" if len(words) > n else ":")
+        return m.group(0)
+
+    return _WORD_LABEL.sub(drop, text)
 
 
 def group_passages(rows: dict[str, list]) -> dict[str, list[Passage]]:
     """Evidence rows (columns as lists) grouped per leaf, in passage order."""
     out: dict[str, list[Passage]] = defaultdict(list)
-    for node, sources, text, kind in zip(
-        rows["node_id"], rows["source_ids"], rows["text"], rows["kind"], strict=True
+    ids = rows.get("passage_id") or [""] * len(rows["node_id"])
+    for node, sources, text, kind, pid in zip(
+        rows["node_id"], rows["source_ids"], rows["text"], rows["kind"], ids, strict=True
     ):
-        out[node].append(Passage(sources[0], kind, tuple(tokenize(text))))
+        tokens = tuple(tokenize(without_labels(text)))
+        out[node].append(Passage(sources[0], kind, tokens, text, pid))
     return dict(out)

@@ -12,6 +12,7 @@ from hltm_resources.build.evidence import leaf_passages, natural_key, pack, unit
 from hltm_resources.build.indexer import context_vectors
 from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
+from hltm_resources.engines.aliases import value_aliases
 from hltm_resources.engines.base import ScopeVocabulary
 from hltm_resources.engines.extractive.questions import parse_question
 from hltm_resources.models import Document
@@ -24,7 +25,6 @@ from query.verification import (
     leaf_values,
     states,
     tokenize,
-    value_aliases,
 )
 from tests.conftest import write_jsonl
 

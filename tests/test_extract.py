@@ -215,3 +215,94 @@ def test_prose_that_states_no_facet_is_kept_as_evidence_not_as_qa():
     passages = leaf_passages(docs)
     assert passages[0].text == turn and passages[0].doc_id == "s1:0"
     assert {p.doc_id for p in passages} == {"s1:0", "s1:1", "s1:2"}
+
+
+# -- memory states only what the documents say ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,key,value",
+    [
+        ("The role is not based in Toronto.", "location", "Toronto"),
+        ("We are not hiring a Data Scientist for this one.", "title", "Data Scientist"),
+        ("This role is not remote.", "workplace_type", "remote"),
+        ("Kubernetes is not required.", "skill", "Kubernetes"),
+    ],
+)
+def test_a_negated_statement_is_never_stored_as_a_fact(text, key, value):
+    got = facets_of(doc(text, kind="brief"))
+    assert (key, value) not in got
+
+
+def test_a_brief_that_negates_one_city_and_states_another_keeps_only_the_stated_one():
+    brief = doc(
+        "Home base is New York. The role is not based in Toronto. Candidates need Go.",
+        kind="brief",
+    )
+    export = doc(
+        json.dumps(
+            {
+                "job": {
+                    "role_name": "Backend Engineer",
+                    "offices": [
+                        {"name": "New York", "region": "New York", "country": "United States"}
+                    ],
+                }
+            }
+        ),
+        doc_id="d0",
+    )
+    got = facets_of(export, brief)
+    assert {v for k, v in got if k == "location"} == {"New York, New York"}
+
+
+@pytest.mark.parametrize(
+    "export,wanted",
+    [
+        # The head of a flattened path names the attribute; its generic tail does not count.
+        ({"job": {"role_name": "Backend Engineer"}}, ("title", "Backend Engineer")),
+        ({"job": {"techStack": [{"name": "Go"}, {"name": "Redis"}]}}, ("skill", "Redis")),
+        ({"data": {"attributes": {"skillTags": [{"label": "SQL"}]}}}, ("skill", "SQL")),
+        # The parts of a place in one object (or sharing a prefix) are one location.
+        (
+            {"offices": [{"name": "Lisbon", "country": "Portugal"}]},
+            ("location", "Lisbon, Portugal"),
+        ),
+        (
+            {"hiringCity": "Austin", "hiringState": "Texas", "hiringCountry": "United States"},
+            ("location", "Austin, Texas"),
+        ),
+        # A field no name explains is read by the form of its values.
+        ({"tier": "Senior"}, ("seniority", "Senior")),
+        ({"presence": "Work from home"}, ("workplace_type", "remote")),
+        ({"presence": "Hybrid (2-3 office days)"}, ("workplace_type", "hybrid")),
+        ({"headline": "Mid-level Frontend Engineer"}, ("title", "Frontend Engineer")),
+    ],
+)
+def test_export_fields_are_read_by_name_shape_and_values(export, wanted):
+    assert wanted in facets_of(doc(json.dumps(export)))
+
+
+def test_a_part_someone_plays_is_not_a_title_and_a_team_member_is_not_a_department():
+    export = {"hiringTeam": [{"member": "Chen Larsen", "capacity": "Hiring Manager"}]}
+    got = facets_of(doc(json.dumps(export)))
+    assert not any(k in ("title", "department") for k, _ in got)
+
+
+def test_an_export_key_is_the_attribute_the_leafs_brief_states_with_the_same_value():
+    export = doc(json.dumps({"vacancy": "Backend Engineer"}), doc_id="d0")
+    brief = doc("We're hiring a Backend Engineer in Lisbon.", kind="brief", doc_id="d1")
+    facets = reconcile([f for d in (export, brief) for f in document_facets(d)])
+    title = [f for f in facets if f.key == "title"]
+    assert [f.value for f in title] == ["Backend Engineer"]
+    assert set(title[0].source_ids) == {"d0", "d1"}
+    assert not any(f.key == "vacancy" for f in facets)
+
+
+def test_a_note_whose_fields_are_unknown_is_read_by_its_values():
+    note = doc(
+        "Person: Ana Silva\nPhase: Panel\nResult: Not progressing\nWhy: notice period too long",
+        kind="feedback",
+    )
+    event = feedback_event(note)
+    assert event is not None and event.rejected and event.reason == "notice period too long"

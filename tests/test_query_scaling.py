@@ -125,8 +125,8 @@ def random_leaves(seed: int):
 def reference_verify(parsed, schema, leaves, vocabulary):
     """The plain loop over every leaf that :func:`verify` is."""
     from hltm_resources.engines.base import LeafMatch
+    from hltm_resources.engines.vocabulary import same_value_key
     from query.verification import (
-        MATCH_COSINE,
         constraints,
         evidence_source,
         facet_states,
@@ -141,11 +141,9 @@ def reference_verify(parsed, schema, leaves, vocabulary):
             continue
         facts = leaves[leaf]
         how = []
-        for i, m in wanted:
+        for _, m in wanted:
             have = facts.values.get(m.key, [])
-            if (facts.best and facts.best[i] >= MATCH_COSINE) or any(
-                facet_states(v, m.value) for v in have
-            ):
+            if any(same_value_key(m.key, v) == same_value_key(m.key, m.value) for v in have):
                 how.append("facet")
                 continue
             if have and one_valued(m.key):
@@ -179,9 +177,8 @@ def test_verification_over_an_indexed_scope_is_the_plain_loop(seed):
     ]
     for micro in queries:
         parsed = ParsedQuery("retrieval", micro)
-        strong = [{n for n, f in leaves.items() if f.best and f.best[i] >= 0.9} for i in range(3)]
         expected = reference_verify(parsed, DEFAULT_SCHEMA, leaves, vocabulary)
-        assert index.verify(parsed, DEFAULT_SCHEMA, strong, vocabulary) == expected
+        assert index.verify(parsed, DEFAULT_SCHEMA, vocabulary) == expected
     for key, known in vocabulary.items():
         pool = sorted(leaves)
         counts: dict[str, int] = defaultdict(int)
@@ -275,7 +272,9 @@ def reference_one_value(values, known):
     if not support:
         return None
     rank = {w: i for i, w in enumerate(known)}
-    return max(support, key=lambda w: (support[w], len(questions.fold(w).split()), -rank[w]))
+    return max(
+        support, key=lambda w: (support[w], len(questions.fold(w).split()), len(w), -rank[w])
+    )
 
 
 # -- a scope's vocabulary from cached sets of values ------------------------------------------

@@ -19,6 +19,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     show = show_progress(args)
     if args.benchmark == "hiring":
         return _hiring(args, settings, show)
+    if args.benchmark == "answers":
+        return _answers(args, settings, show)
+    if args.benchmark == "memory":
+        return _memory(args, settings)
     from query.evaluation.reports.public import markdown
     from query.evaluation.runners.public import run_public
 
@@ -68,17 +72,85 @@ def _hiring(args: argparse.Namespace, settings, show: bool) -> int:
     return 0
 
 
+def _answers(args: argparse.Namespace, settings, show: bool) -> int:
+    from query.evaluation.reports.answers import answers_table, failures_text
+    from query.evaluation.runners.answers import ANSWER_SYSTEMS, WORLDS, eval_answers
+
+    world = args.world or "demo"
+    data = Path(args.data or Path("tests") / "fixtures" / "answers" / f"{world}.jsonl")
+    if not data.is_file():
+        raise CliError(
+            f"no questions at {data}: pass --data FILE (JSONL, see tests/fixtures/answers/"
+            f"README.md) or run from the repository root; worlds: {', '.join(WORLDS)}"
+        )
+    systems = args.systems.split(",") if args.systems else ANSWER_SYSTEMS
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(data.read_text().splitlines()) * len(systems), unit="q")
+    out = eval_answers(
+        settings, data, world=world, systems=systems, progress=bar.update if bar else None
+    )
+    if bar:
+        bar.close()
+    if args.json:
+        print_json(out)
+        return 0
+    made = (
+        f"snapshot {out['snapshot']}"
+        if "snapshot" in out
+        else f"seed {out['seed']}, {out['split']} phrasing"
+    )
+    print(
+        f"answers a person can check: world {world} ({made}), {out['questions']} "
+        f"hand-written questions from {data}\n"
+    )
+    print(answers_table(out))
+    if args.show_failures:
+        print("\nhltm's answers not fully right:\n" + failures_text(out))
+    return 0
+
+
+def _memory(args: argparse.Namespace, settings) -> int:
+    from query.evaluation.reports.answers import memory_table
+    from query.evaluation.runners.answers import eval_memory
+
+    out = eval_memory(settings, args.seed, args.split)
+    print_json(out) if args.json else print(memory_table(out))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate HLTM against baselines on a benchmark")
-    p.add_argument("--benchmark", choices=["hiring", "locomo", "longmemeval"], default="hiring")
-    p.add_argument("--data", help="dataset file (locomo / longmemeval)")
-    p.add_argument("--seed", type=int, default=11, help="world seed (hiring)")
+    p.add_argument(
+        "--benchmark",
+        choices=["hiring", "answers", "memory", "locomo", "longmemeval"],
+        default="hiring",
+        help="hiring: generated queries against the baselines; answers: hand-written questions "
+        "scored on whether the answer states the fact; memory: stored leaf facts against the "
+        "generator's truth; locomo / longmemeval: public sets (--data)",
+    )
+    p.add_argument(
+        "--data",
+        help="dataset file (locomo / longmemeval); answers: the questions (default "
+        "tests/fixtures/answers/<world>.jsonl)",
+    )
+    p.add_argument(
+        "--world",
+        choices=["demo", "heldout", "handmade"],
+        help="answers: the world the questions are about (default demo)",
+    )
+    p.add_argument(
+        "--show-failures", action="store_true", help="answers: print what was answered wrong"
+    )
+    p.add_argument("--seed", type=int, default=11, help="world seed (hiring, memory)")
     p.add_argument(
         "--split",
         choices=["dev", "heldout"],
         default="heldout",
-        help="hiring: which half of the phrasing banks words the world and its questions "
-        "(tune on dev, report on heldout; default heldout)",
+        help="hiring, memory: which half of the phrasing banks words the world and its "
+        "questions (tune on dev, report on heldout; default heldout)",
     )
     p.add_argument("--systems", help="comma-separated systems (default: all)")
     p.add_argument(

@@ -99,6 +99,70 @@ class ParsedQuery:
     unmatched: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What a question asks, read against its scope's memory
+    (:func:`hltm_resources.engines.understanding.analyze`): the same for every engine."""
+
+    #: "fact" | "list" | "count" | "distribution" | "why"
+    form: str
+    #: The facet key asked about (None: not a facet key).
+    asked_key: str | None = None
+    #: Words naming what is asked when they name no facet key the scope holds ("code name"):
+    #: looked for in the evidence.
+    asked_phrase: str = ""
+    #: What the answer is: "value", "person", "number", "date", "nodes" or "quote".
+    answer_type: str = "value"
+    #: The level whose nodes a list or count names (the leaves unless it names another).
+    level: str = ""
+    #: Values the answer's nodes must hold (identity, not similarity).
+    constraints: tuple[MicroQuery, ...] = ()
+    #: Names looked for in the evidence (a candidate; a value no facet holds).
+    mentions: tuple[str, ...] = ()
+    #: A node of the scope the question names ("Kaito's searches"): the answer stays in it.
+    within: str | None = None
+    #: Values named in another role ("the onsite interview"): words for the evidence only.
+    context_words: tuple[str, ...] = ()
+    #: A yes/no question ("Is this role remote?").
+    yes_no: bool = False
+    #: The options a question lists for what it asks ("remote, hybrid or on-site?").
+    options: tuple[str, ...] = ()
+    #: How the asked key was found: "words" (words that go with a key, a hint), "meaning",
+    #: or "" (named outright, or none).
+    asked_by: str = ""
+    #: The keys the question's words go with ("where", "office" -> location), best first.
+    worded: tuple[str, ...] = ()
+
+    def describe(self) -> dict:
+        """JSON-ready, for ``ask --json``, the query log and the LLM engine's prompt."""
+        out = {
+            "form": self.form,
+            "asked_key": self.asked_key,
+            "asked_phrase": self.asked_phrase,
+            "answer_type": self.answer_type,
+            "level": self.level,
+            "constraints": [f"{m.key}: {m.value}" for m in self.constraints],
+            "mentions": list(self.mentions),
+            "within": self.within,
+        }
+        if self.options:
+            out["options"] = list(self.options)
+        return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact an answer states: the node holding it, its value, the documents it comes
+    from and, read from a passage, the words that state it."""
+
+    node_id: str
+    name: str
+    value: str
+    key: str | None = None
+    source_ids: tuple[str, ...] = ()
+    quote: str = ""
+
+
 @dataclass
 class ScopeVocabulary:
     """The facet keys and values that exist inside one scope (never outside it)."""
@@ -184,11 +248,31 @@ class RetrievedContext:
     #: (facets and evidence); and how many leaves that is.
     distributions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     leaves_counted: int = 0
+    #: What the question asks (None: not analyzed, e.g. the baselines' contexts).
+    analysis: Analysis | None = None
+    #: The facts that answer it, each with its node and documents (one-fact and "why"
+    #: questions), and for lists and counts at another level than the leaves, those nodes.
+    findings: list[Finding] = field(default_factory=list)
+    #: Nodes a list or count at a level above the leaves names (recruiters), each with its
+    #: name and the leaves of its that match.
+    groups: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    #: For a one-fact question whose answer memory does not hold as a fact (two values of a
+    #: one-value attribute are named, and nothing says which is the role's): the values the
+    #: node's documents mention, each quoted, for a person to decide.
+    mentioned: list[Finding] = field(default_factory=list)
 
     def node_ids(self) -> set[str]:
         ids = {n.node_id for n in self.facets}
-        for items in (self.qa, self.summaries, self.evidence, self.matches or ()):
+        for items in (
+            self.qa,
+            self.summaries,
+            self.evidence,
+            self.matches or (),
+            self.findings,
+            self.mentioned,
+        ):
             ids.update(i.node_id for i in items)
+        ids.update(self.groups)
         if self.distributions:
             ids.add(self.scope)
         return ids
@@ -248,8 +332,11 @@ class MemoryAgents(ABC):
 
     # -- serving -------------------------------------------------------------------------
     @abstractmethod
-    def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
-        """Micro-queries and style of a question, against the scope's vocabulary."""
+    def parse_query(
+        self, question: str, vocabulary: ScopeVocabulary, analysis: Analysis | None = None
+    ) -> ParsedQuery:
+        """Micro-queries and style of a question, against the scope's vocabulary and what
+        the question was read to ask (``analysis``, the same for every engine)."""
 
     @abstractmethod
     def answer(self, context: RetrievedContext) -> Answer:

@@ -124,6 +124,37 @@ WORKPLACE_WORDS = {
     "in the office": "on-site",
     "office based": "on-site",
 }
+#: Words by which a workplace arrangement is described, whatever the phrasing ("work from
+#: home", "office-based", "blended: office + home", "in person at the site"): where people
+#: work (home or office) and whether the arrangement mixes both.
+_REMOTE_WORDS = frozenset("remote home distributed anywhere wfh telecommute teleworking".split())
+_OFFICE_WORDS = frozenset("office onsite premises person campus".split())
+_NEGATIONS = frozenset("not no never non without".split())
+_MIXED_WORDS = frozenset("hybrid blended mixed mix partly partially split".split())
+
+
+def workplace_of(text: str) -> str | None:
+    """``remote``, ``hybrid`` or ``on-site`` for a description of a workplace arrangement,
+    by the words it uses: both home and office, or a word for a mix, is hybrid; else home is
+    remote and office is on-site. None when it names neither (and for longer texts, which
+    are sentences rather than a field's value)."""
+    words = fold(text).split()
+    if not words or len(words) > 10 or set(words) & _NEGATIONS:
+        return None  # a sentence, or a negated arrangement ("no office attendance needed")
+    if fold(text) in WORKPLACE_WORDS:
+        return WORKPLACE_WORDS[fold(text)]
+    present = set(words)
+    remote = bool(present & _REMOTE_WORDS)
+    office = bool(present & _OFFICE_WORDS) or "on site" in " ".join(words)
+    if present & _MIXED_WORDS or (remote and office):
+        return "hybrid"
+    if remote:
+        return "remote"
+    if office:
+        return "on-site"
+    return None
+
+
 #: What each canonical key is about, in a few sentences as people ask about it: a question
 #: that names none of a key's words is matched to the key by meaning ("what are the top
 #: reasons we turn people down?"); the closest sentence counts.
@@ -179,11 +210,22 @@ def canonical_value(key: str, value: str) -> str | None:
         for word, canon in WORKPLACE_WORDS.items():
             if folded == word or folded.startswith(word + " "):
                 return canon
+        return workplace_of(value) or value
     if key == "seniority" and folded in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded]
     if key in ("title", "location", "department", "language"):
         return title_case(value)
     return value
+
+
+def same_value_key(key: str, value: str) -> str:
+    """What two values of ``key`` share when they are the same value: the folded value,
+    and for a place its name before the first comma ("New York" is "New York, New York",
+    "Lisbon" is "Lisbon, Portugal"). Nothing looser: Junior is not Senior, "Mid-Senior
+    level" is not "Senior", Backend Engineer is not Frontend Engineer."""
+    if key == "location":
+        return fold(value.split(",")[0])
+    return fold(value)
 
 
 def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:
@@ -209,4 +251,7 @@ _KEY_LABEL = {
 
 def key_label(key: str) -> str:
     """How answers and summaries name a facet key, in the plural."""
-    return _KEY_LABEL.get(key, pluralize(key.replace("_", " ").strip()))
+    words = key.replace("_", " ").strip()
+    if words.split(" ")[0] in ("is", "has", "can", "needs"):
+        return _KEY_LABEL.get(key, words)  # a yes/no field: "is open", not "is opens"
+    return _KEY_LABEL.get(key, pluralize(words))

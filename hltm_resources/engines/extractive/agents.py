@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import (
+    Analysis,
     Answer,
     Hints,
     MemoryAgents,
@@ -23,7 +25,14 @@ from hltm_resources.engines.base import (
 from hltm_resources.engines.extractive import patterns
 from hltm_resources.engines.extractive.documents import document_facets, feedback_event, reconcile
 from hltm_resources.engines.extractive.questions import answer_extractively, parse_question
-from hltm_resources.engines.vocabulary import KEY_ORDER, MULTI_KEYS, key_label, key_rank
+from hltm_resources.engines.understanding import parsed_query
+from hltm_resources.engines.vocabulary import (
+    KEY_ORDER,
+    MULTI_KEYS,
+    key_label,
+    key_rank,
+    same_value_key,
+)
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
 from hltm_resources.schema import DEFAULT_SCHEMA
 from hltm_resources.text import (
@@ -37,7 +46,7 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v4"
+EXTRACTIVE_VERSION = "extractive-v5"
 MAX_LEAF_QA = 10
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
@@ -286,8 +295,12 @@ class ExtractiveAgents(MemoryAgents):
             return Summary(text, f"{node.name}: no {leaf.nouns} yet.", child_ids)
 
         def top(key: str) -> str | None:
+            """The most supported value, or the values tied for it ("Backend Engineer and
+            Product Manager")."""
             items = sorted(by_key.get(key, []), key=lambda f: (-f.support, fold(f.value)))
-            return items[0].value if items else None
+            if not items:
+                return None
+            return join_human([f.value for f in items if f.support == items[0].support][:3])
 
         title, where, how = top("title"), top("location"), top("workplace_type")
         projects = plural_s(total, leaf.noun)
@@ -312,7 +325,11 @@ class ExtractiveAgents(MemoryAgents):
         return Summary(" ".join(parts), concise, child_ids)
 
     # -- serving -------------------------------------------------------------------------
-    def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
+    def parse_query(
+        self, question: str, vocabulary: ScopeVocabulary, analysis: Analysis | None = None
+    ) -> ParsedQuery:
+        if analysis is not None:
+            return parsed_query(analysis)
         return parse_question(question, vocabulary)
 
     def answer(self, context: RetrievedContext) -> Answer:
@@ -337,14 +354,14 @@ def merge_child_facets(
     support: dict[tuple[str, str], int] = Counter()
     forms: dict[tuple[str, str], Counter] = defaultdict(Counter)
     sources: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for info, memory in children:
-        for f in memory.facets:
-            if f.key in (count_key, "document_count", "document_kinds"):
-                continue
-            ident = (f.key, fold(f.value))
+    skipped = (count_key, "document_count", "document_kinds")
+    for info, facets in one_key_per_attribute(children, skipped):
+        for f in facets:
+            ident = (f.key, same_value_key(f.key, f.value))
             support[ident] += f.support
             forms[ident][f.value] += f.support
             sources[ident].add(info.node_id)
+    _join_equal_spellings(support, forms, sources)
     by_key: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for ident in support:
         by_key[ident[0]].append(ident)
@@ -359,8 +376,64 @@ def merge_child_facets(
             min_support, cap = 1, MAX_VALUES_PER_KEY_INTERMEDIATE
         kept = [i for i in idents if support[i] >= min_support][:cap]
         for ident in kept:
-            display = sorted(forms[ident].items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            # The commonest spelling; between equally common ones the fullest ("New York,
+            # New York" over "New York"). A place by its fullest name ("Toronto, Canada"
+            # over "Toronto, CA"): the same place, said in full.
+            if key == "location":
+                order = sorted(forms[ident].items(), key=lambda kv: (-len(kv[0]), -kv[1], kv[0]))
+            else:
+                order = sorted(forms[ident].items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+            display = order[0][0]
             out.append(Facet(key, display, support[ident], tuple(sorted(sources[ident]))))
+    return out
+
+
+def _join_equal_spellings(support: Counter, forms: dict, sources: dict) -> None:
+    """Values grouped apart by :func:`same_value_key` that are spelled the same ("dublin
+    ireland" and "Dublin, Ireland") are one value."""
+    owner: dict[tuple[str, str], tuple[str, str]] = {}
+    for ident in sorted(support, key=lambda i: (-support[i], i)):
+        for form in forms[ident]:
+            spelled = (ident[0], fold(form))
+            home = owner.setdefault(spelled, ident)
+            if home != ident and ident in support:
+                support[home] += support.pop(ident)
+                forms[home].update(forms.pop(ident))
+                sources[home] |= sources.pop(ident)
+                break
+
+
+def one_key_per_attribute(
+    children: Sequence[tuple[NodeInfo, Memory]], skipped: Sequence[str] = ()
+) -> list[tuple[NodeInfo, list[Facet]]]:
+    """Each child's facets with every key its siblings' values show to name a canonical key
+    merged into that key (:func:`~hltm_resources.engines.aliases.value_aliases`: an export's
+    ``toolkit`` whose values are the skills other projects state is ``skill``), values as the
+    key writes them (list items, a title's seniority word apart). A child's own value of a
+    one-value key stands over a merged one; a value one child holds under two keys counts
+    once."""
+    values: dict[str, set[str]] = defaultdict(set)
+    for _, memory in children:
+        for f in memory.facets:
+            if f.key not in skipped:
+                values[f.key].add(f.value)
+    aliases = value_aliases({k: sorted(v) for k, v in values.items()})
+    out = []
+    for info, memory in children:
+        native = {f.key for f in memory.facets}
+        merged: dict[tuple[str, str], Facet] = {}
+        for f in memory.facets:
+            if f.key in skipped:
+                continue
+            key = aliases.get(f.key, f.key)
+            if key != f.key and key in native and key in KEY_ORDER and key not in MULTI_KEYS:
+                continue  # its own value of a one-value key stands
+            for value in as_written(key, f.value) if key != f.key else [f.value]:
+                ident = (key, same_value_key(key, value))
+                prev = merged.get(ident)
+                if prev is None or prev.support < f.support:
+                    merged[ident] = Facet(key, value, f.support, f.source_ids)
+        out.append((info, list(merged.values())))
     return out
 
 

@@ -7,27 +7,34 @@ different applicant tracking systems aggregate onto the same facets.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from hltm_resources.engines.extractive.exports import (
+    ITEM,
+    is_skipped,
+    items,
+    prose_of,
+    read_export,
+)
+from hltm_resources.engines.negation import negated_in_text
 from hltm_resources.engines.vocabulary import (
-    FEEDBACK_KEYS,
     KEY_ALIASES,
+    KEY_ORDER,
     MULTI_KEYS,
     SENIORITY_WORDS,
-    SKIP_KEY,
     canonical_key,
     canonical_value,
     key_rank,
+    workplace_of,
 )
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import clean_value, fold, sentences, snake_key, split_list
+from hltm_resources.text import clean_value, fold, near_spelling, sentences, snake_key
 
 _REJECT_WORDS = re.compile(
-    r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|"
+    r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|not selected|unsuccessful|"
     r"not (?:to )?(?:moving|move|going|go) forward|"
     r"did not (?:advance|proceed|progress)|not (?:advancing|proceeding)|turned down|no[- ]hire|"
     r"not a fit|decided against)\b",
@@ -81,7 +88,6 @@ _SKILLS_IN_PROSE = re.compile(
 )
 #: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
 _NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
-_KV_LINE = re.compile(r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 _LOCATION_STOP = {"Office", "Team", "Hub", "Campus", "The", "Our", "We", "This"}
 
 
@@ -96,6 +102,9 @@ class RawFacet:
     updated_at: str
     #: One item of a list in an export: the key holds several values, whatever its name.
     listed: bool = False
+    #: False for an export field whose attribute nothing read so far tells (its key is its
+    #: own name).
+    resolved: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,32 +115,6 @@ class FeedbackEvent:
     candidate: str | None
     rejected: bool
     reason: str | None
-
-
-#: Marks a value that was one item of a JSON array: it is never split again.
-_ITEM = "\x00"
-
-
-def _flatten_json(obj: object, prefix: str = "", item: bool = False) -> Iterable[tuple[str, str]]:
-    if isinstance(obj, dict):  # an object in an array: each of its fields is a list item
-        for key, value in obj.items():
-            yield from _flatten_json(value, f"{prefix}_{key}" if prefix else str(key), item)
-    elif isinstance(obj, list):
-        for element in obj:
-            yield from _flatten_json(element, prefix, item=True)
-    elif obj is None:
-        return
-    elif isinstance(obj, bool):
-        yield prefix, "yes" if obj else "no"
-    else:
-        yield prefix, (_ITEM if item else "") + str(obj)
-
-
-def _split_multi(value: str) -> list[str]:
-    """Items of a list written as text (``a, b and c``); JSON array items stay whole."""
-    if value.startswith(_ITEM):
-        return [clean_value(value[1:])]
-    return split_list(value)
 
 
 def is_feedback_kind(kind: str) -> bool:
@@ -145,19 +128,9 @@ def _is_feedback(doc: Document) -> bool:
 
 
 def _structured_pairs(doc: Document) -> tuple[list[tuple[str, str]], bool]:
-    """Key-value pairs of a JSON or "Key: value" document, and whether it is structured."""
-    text = doc.text.strip()
-    if text.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except (json.JSONDecodeError, ValueError):
-            obj = None
-        if isinstance(obj, dict):
-            return [(k, v) for k, v in _flatten_json(obj) if k], True
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    pairs = [(m.group(1), m.group(2)) for ln in lines if (m := _KV_LINE.match(ln))]
-    structured = len(pairs) >= 2 and len(pairs) * 2 >= len(lines)
-    return pairs, structured
+    """Raw key-value pairs of a JSON or "Key: value" document, and whether it is structured."""
+    fields, structured = read_export(doc.text)
+    return [(f.raw_key, f.value) for f in fields], structured
 
 
 def feedback_event(doc: Document) -> FeedbackEvent | None:
@@ -169,13 +142,23 @@ def feedback_event(doc: Document) -> FeedbackEvent | None:
     for raw_key, raw_value in pairs:
         key = canonical_key(raw_key)
         if key in ("candidate", "decision", "reason", "rejection_reason") and key not in fields:
-            fields[key] = clean_value(str(raw_value).lstrip(_ITEM))
+            fields[key] = clean_value(str(raw_value).lstrip(ITEM))
+    by_values = {} if "decision" in fields or not pairs else _decided_by_values(pairs, fields)
+    fields.update(by_values)
     decision = fields.get("decision", "")
     reason = fields.get("rejection_reason") or fields.get("reason")
-    if decision:
-        rejected = bool(_NEGATIVE_DECISION.search(decision)) and not (
-            _POSITIVE_DECISION.search(decision) and not _REJECT_WORDS.search(decision)
-        )
+    if decision and not reason and not by_values and _against(decision):
+        reason = _decided_by_values(pairs, fields).get("reason")  # the phrase after it
+    if by_values:
+        rejected = True  # read from the values: a decision against the candidate
+    elif decision:
+        positive = [
+            m
+            for m in _POSITIVE_DECISION.finditer(decision)
+            if not negated_in_text(decision, m.start(), m.end())  # "not progressing"
+        ]
+        negative = _NEGATIVE_DECISION.search(decision) or _against(decision)
+        rejected = bool(negative) and not (positive and not _REJECT_WORDS.search(decision))
     else:
         rejected = bool(_REJECT_WORDS.search(doc.text)) or "rejection_reason" in fields
     if rejected and not reason:
@@ -193,6 +176,37 @@ def feedback_event(doc: Document) -> FeedbackEvent | None:
     return FeedbackEvent(doc.doc_id, candidate, rejected, reason if rejected else None)
 
 
+def _decided_by_values(pairs: list[tuple[str, str]], named: dict[str, str]) -> dict[str, str]:
+    """A note's decision and reason where its field names are unknown, read from the values:
+    the field whose value is a decision against the candidate ("Closed - not selected"), and
+    then, for the reason, the first phrase of three words or more after it that names no
+    person (a note gives its reason after its decision)."""
+    values = [(k, clean_value(str(v).lstrip(ITEM))) for k, v in pairs]
+    decided = [v for _, v in values if _against(v)]
+    if not decided:
+        return {}
+    out = {"decision": decided[0]}
+    if "reason" in named or "rejection_reason" in named:
+        return out
+    after = [v for _, v in values][[v for _, v in values].index(decided[0]) + 1 :]
+    phrases = [v for v in after if len(v.split()) >= 3 and not _PERSON_NAME.fullmatch(v)]
+    if phrases:
+        out["reason"] = phrases[0]
+    return out
+
+
+def _against(value: str) -> bool:
+    """A short value that decides against a candidate: rejection words, or a negated
+    outcome ("not selected", "no-go")."""
+    words = fold(value).split()
+    if not words or len(words) > 5:
+        return False
+    return bool(_REJECT_WORDS.search(value)) or bool(set(words) & {"no", "not", "non"})
+
+
+_PERSON_NAME = re.compile(r"[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+){1,2}")
+
+
 def _reason_from_prose(text: str) -> str | None:
     for sentence in sentences(text):
         if not _REJECT_WORDS.search(sentence):
@@ -206,10 +220,14 @@ def _reason_from_prose(text: str) -> str | None:
     return None
 
 
-def _prose_facets(doc: Document) -> list[tuple[str, str]]:
+def _prose_facets(text: str) -> list[tuple[str, str]]:
+    """What a prose document states about the role, where it states it (a negated mention
+    states nothing: "the role is not based in Toronto", "we are not hiring a Data Scientist",
+    "Kubernetes is not required")."""
     out: list[tuple[str, str]] = []
-    text = doc.text
     for m in _TITLE_IN_PROSE.finditer(text):
+        if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
+            continue
         words = m.group(1).split()
         # Drop leading filler words that are not part of a title.
         while words and fold(words[0]) in {"a", "an", "the", "our", "new", "great", "strong"}:
@@ -218,6 +236,8 @@ def _prose_facets(doc: Document) -> list[tuple[str, str]]:
             out.append(("title", " ".join(words)))
             break
     for m in _LOCATION_IN_PROSE.finditer(text):
+        if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
+            continue
         words = m.group(1).replace(",", " , ").split()
         kept: list[str] = []
         for w in words:
@@ -230,42 +250,97 @@ def _prose_facets(doc: Document) -> list[tuple[str, str]]:
             out.append(("location", loc))
             break
     for m in _WORKPLACE_IN_PROSE.finditer(text):
-        if not _NEGATED_BEFORE.search(text[max(0, m.start() - 30) : m.start()]):
+        if not negated_in_text(text, m.start(1), m.end(1)):
             out.append(("workplace_type", m.group(1)))  # "not remote" states no workplace
             break
+    else:
+        # A short sentence that says people work from home, all or part of the week
+        # ("Working from home full time is fine", "Three office days, the rest from home"),
+        # and nothing negated. A mention of an office alone says where a team sits more
+        # often than how the role works ("The team sits in our Toronto office").
+        for sentence in sentences(text):
+            kind = workplace_of(sentence)
+            if kind in ("remote", "hybrid"):
+                out.append(("workplace_type", kind))
+                break
     for m in _SKILLS_IN_PROSE.finditer(text):
-        for part in _split_multi(m.group(1)):
+        if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
+            continue
+        for part in items(m.group(1), "skill"):
             if part[:1].isalpha() and fold(part) not in {"a", "the", "experience"}:
                 out.append(("skill", part))
     return out
 
 
 def document_facets(doc: Document) -> list[RawFacet]:
-    """Every facet one document states, with normalized keys and cleaned values."""
-    pairs, structured = _structured_pairs(doc)
-    found: list[tuple[str, str, bool]] = []
+    """Every facet one document states, with normalized keys and cleaned values. An export
+    field whose attribute nothing in the document tells keeps its own name as its key
+    (``resolved`` is False): the leaf's other documents may tell (:func:`resolve_by_agreement`)."""
+    fields, structured = read_export(doc.text)
+    found: list[tuple[str, str, bool, bool]] = []  # key, value, structured, resolved
     feedback = _is_feedback(doc)
     event = feedback_event(doc) if feedback or _REJECT_WORDS.search(doc.text) else None
-    for raw_key, raw_value in pairs:
-        key = canonical_key(raw_key)
-        if key in FEEDBACK_KEYS or SKIP_KEY.search(key):
+    for f in fields:
+        key = f.key or canonical_key(f.raw_key)
+        if is_skipped(f, key):
             continue
-        if not structured and snake_key(raw_key) not in KEY_ALIASES:
+        if not structured and snake_key(f.raw_key) not in KEY_ALIASES:
             continue  # in prose, only a line led by a well-known key name counts
-        found.append((key, str(raw_value), True))
-    if not structured and not feedback:
-        found.extend((k, v, False) for k, v in _prose_facets(doc))
+        if feedback and f.by not in ("name", None):
+            continue  # a note on a candidate is not read for the role's facts by their form
+        found.append((key, f.value, True, f.key is not None or key in KEY_ORDER))
+    if not feedback:
+        found.extend((k, v, False, True) for k, v in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
-        found.append(("rejection_reason", event.reason, structured))
+        found.append(("rejection_reason", event.reason, structured, True))
     out: list[RawFacet] = []
-    for key, raw_value, is_structured in found:
-        listed = raw_value.startswith(_ITEM)
-        values = _split_multi(raw_value) if key in MULTI_KEYS else [raw_value.lstrip(_ITEM)]
-        for value in values:
+    for key, raw_value, is_structured, resolved in found:
+        listed = raw_value.startswith(ITEM)
+        for value in items(raw_value, key):
             canon = canonical_value(key, value)
             if canon is not None:
-                out.append(RawFacet(key, canon, doc.doc_id, is_structured, doc.updated_at, listed))
+                out.append(
+                    RawFacet(
+                        key, canon, doc.doc_id, is_structured, doc.updated_at, listed, resolved
+                    )
+                )
     return out
+
+
+def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
+    """A leaf's facets, with each export key no name or form explained taken for the
+    canonical key whose values its own values are in the leaf's other documents: an
+    export's ``vacancyName: Backend Engineer`` is the title a brief of the same project
+    states ("we are hiring a Backend Engineer")."""
+    known: dict[str, set[str]] = defaultdict(set)
+    for f in raw:
+        if f.resolved and f.key in KEY_ORDER:
+            known[f.key].add(_bare(f.key, f.value))
+    unresolved: dict[str, set[str]] = defaultdict(set)
+    for f in raw:
+        if not f.resolved:
+            unresolved[f.key].add(_bare("title", f.value))
+    renamed: dict[str, str] = {}
+    for key, values in unresolved.items():
+        hits = {k for k, vs in known.items() if values & vs}
+        if len(hits) == 1:
+            renamed[key] = hits.pop()
+    out = []
+    for f in raw:
+        if f.key in renamed:
+            target = renamed[f.key]
+            value = canonical_value(target, f.value) or f.value
+            f = replace(f, key=target, value=value, resolved=True)
+        out.append(f)
+    return out
+
+
+def _bare(key: str, value: str) -> str:
+    """A value as compared across documents: folded, without a leading seniority word."""
+    words = fold(value).split()
+    if key == "title" and len(words) > 1 and words[0] in SENIORITY_WORDS:
+        words = words[1:]
+    return " ".join(words)
 
 
 def _split_seniority(facets: list[RawFacet]) -> list[RawFacet]:
@@ -294,6 +369,16 @@ def _split_seniority(facets: list[RawFacet]) -> list[RawFacet]:
     return out
 
 
+def _merge_misspellings(groups: dict[str, list[RawFacet]]) -> None:
+    """Fold a value only prose states into the value an export states that it misspells
+    ("Team Leadersip" in a brief, "Team Leadership" in the export): one fact, both sources."""
+    exported = [g for g, fs in groups.items() if any(f.structured for f in fs)]
+    for g in [g for g, fs in groups.items() if not any(f.structured for f in fs)]:
+        right = next((e for e in exported if e != g and near_spelling(e, g)), None)
+        if right is not None:
+            groups[right] += [replace(f, value=groups[right][0].value) for f in groups.pop(g)]
+
+
 def reconcile(
     raw: Sequence[RawFacet], max_facets: int = 30, emphasized: Sequence[str] = ()
 ) -> list[Facet]:
@@ -303,12 +388,13 @@ def reconcile(
     then the most recent document, then the most documents; ties go to the smallest doc id.
     """
     by_key: dict[str, dict[str, list[RawFacet]]] = defaultdict(lambda: defaultdict(list))
-    for f in _split_seniority(list(raw)):
+    for f in _split_seniority(resolve_by_agreement(raw)):
         by_key[f.key][fold(f.value)].append(f)
     facets: list[Facet] = []
     for key in sorted(by_key, key=lambda k: key_rank(k, emphasized)):
         groups = by_key[key]
         if key in MULTI_KEYS or any(i.listed for g in groups.values() for i in g):
+            _merge_misspellings(groups)
             chosen = sorted(groups)
         else:
             # Stable sorts: the last one decides, earlier ones break its ties.

@@ -20,6 +20,8 @@ from hltm_resources.engines.base import (
     RetrievedContext,
     ScopeVocabulary,
 )
+from hltm_resources.engines.extractive.answers import answer_analyzed
+from hltm_resources.engines.understanding import _SLOTS, MENTION_KEY, _slot_key, asked_keys
 from hltm_resources.engines.vocabulary import WORKPLACE_WORDS, key_label
 from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
 from hltm_resources.text import STOPWORDS, content_tokens, fold, humanize_key, join_human, plural_s
@@ -40,100 +42,7 @@ _SUMMARY_MARKERS = re.compile(
     r"what kinds?|how often|on average|overall)\b",
     re.I,
 )
-_KEY_WORDS: dict[str, tuple[str, ...]] = {
-    "title": (
-        "what roles",
-        "which roles",
-        "kinds of roles",
-        "kind of roles",
-        "types of roles",
-        "title",
-        "titles",
-        "hire for",
-        "hires for",
-        "hiring for",
-        "what positions",
-        "which positions",
-        "job title",
-        "job titles",
-    ),
-    "location": (
-        "where",
-        "located",
-        "location",
-        "locations",
-        "city",
-        "cities",
-        "based",
-        "office",
-        "offices",
-    ),
-    "workplace_type": (
-        "remote",
-        "hybrid",
-        "on-site",
-        "onsite",
-        "workplace",
-        "work arrangement",
-        "in office",
-        "in-office",
-    ),
-    "skill": (
-        "skill",
-        "skills",
-        "require",
-        "required",
-        "requires",
-        "requiring",
-        "requirement",
-        "requirements",
-        "technologies",
-        "tech stack",
-        "must have",
-        "must-have",
-    ),
-    "rejection_reason": (
-        "reject",
-        "rejected",
-        "rejects",
-        "rejection",
-        "rejections",
-        "turned down",
-        "declined",
-        "passed on",
-        "why not",
-    ),
-    "seniority": ("seniority", "senior", "junior", "level", "levels"),
-    "department": ("department", "departments", "team", "teams"),
-}
-_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "title",
-        re.compile(r"\bfor\s+(?:an?\s+)?(.+?)\s+(?:roles?|positions?|jobs?|openings?)\b", re.I),
-    ),
-    (
-        "location",
-        re.compile(
-            r"\b(?:in|located in|based in|at)\s+([A-Z][\w'.-]*(?:(?:,\s*|\s+)"
-            r"[A-Z][\w'.-]*){0,3})"
-        ),
-    ),
-    ("skill", re.compile(r"\brequir(?:ed|es|e|ing)\s+(.+?)\s*(?:\?|$|\bin\b|\bfor\b)", re.I)),
-    ("rejection_reason", re.compile(r"\bbecause(?:\s+of)?\s+(.+?)\s*(?:\?|$)", re.I)),
-)
 _GENERIC_SLOT_WORDS = frozenset({"my", "our", "the", "this", "that", "which", "what"})
-
-
-def asked_keys(question: str, keys: list[str] | set[str]) -> list[str]:
-    """The facet keys among ``keys`` a question asks about by its wording ("where" ->
-    location, "rejection reasons" -> rejection_reason, ...)."""
-    low = question.lower()
-    out = [
-        k
-        for k, words in _KEY_WORDS.items()
-        if k in keys and any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in words)
-    ]
-    return out
 
 
 def question_kind(question: str) -> str:
@@ -278,9 +187,6 @@ def parse_question(question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
     return ParsedQuery(kind, tuple(micro), tuple(targets), tuple(unmatched))
 
 
-#: The key of a value a retrieval question names that no facet of the scope holds: it is
-#: verified in the leaves' evidence only ("Which reqs list User Research as a requirement?").
-MENTION_KEY = "mention"
 #: Words by which questions name the leaves themselves; a facet value that is one of them
 #: (a JSON:API export's ``type: jobs``) is never a constraint.
 _LEAF_NOUNS = frozenset(
@@ -290,15 +196,6 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)[\"'(]*$")
 #: A name in a question: capitalized words (or acronyms, or words with digits) in a row.
 _WORD = r"(?:[A-Z][\w+#.'-]*|[\w+#.-]*\d[\w+#.-]*)"
 _NAME = re.compile(rf"(?<![\w.]){_WORD}(?:\s+{_WORD})*")
-
-
-def _slot_key(question: str, span: str) -> str | None:
-    """The key whose slot pattern ("in <place>", "for <title> roles") holds ``span``."""
-    for key, pattern in _SLOTS:
-        m = pattern.search(question)
-        if m and span in m.group(1):
-            return key
-    return None
 
 
 def _singular(word: str) -> str:
@@ -514,6 +411,9 @@ def _constraint_text(parsed: ParsedQuery) -> str:
 
 def answer_extractively(context: RetrievedContext, schema: TreeSchema = DEFAULT_SCHEMA) -> Answer:
     """Answer from retrieved memory alone; references are node ids of the context."""
+    analyzed = answer_analyzed(context, schema)
+    if analyzed is not None:
+        return analyzed
     parsed = context.parsed
     if parsed.unmatched:
         what = "; ".join(parsed.unmatched)
@@ -549,7 +449,10 @@ def _answer_retrieval(context: RetrievedContext, schema: TreeSchema) -> Answer:
     return Answer(
         f"{len(leaves)} {noun} {what}: {listed}.",
         tuple(n.node_id for n in leaves),
-        f"Leaves whose facets match every micro-query ({what}) with cosine >= {MATCH_COSINE}.",
+        f"Leaves verified against every constraint ({what}) by facet value or document."
+        if context.matches is not None
+        else f"Leaves whose facets match every micro-query ({what}) with cosine >= "
+        f"{MATCH_COSINE} (no verification in this context).",
     )
 
 

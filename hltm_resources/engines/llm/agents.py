@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from hltm_resources.config import ConfigError, Settings
 from hltm_resources.engines.base import (
+    Analysis,
     Answer,
     Hints,
     MemoryAgents,
@@ -524,7 +525,9 @@ class OpenAIAgents(MemoryAgents):
         return Memory(node.node_id, node.level, tuple(facet_list), tuple(qa), summary, total)
 
     # -- serving -----------------------------------------------------------------------------
-    def parse_query(self, question: str, vocabulary: ScopeVocabulary) -> ParsedQuery:
+    def parse_query(
+        self, question: str, vocabulary: ScopeVocabulary, analysis: Analysis | None = None
+    ) -> ParsedQuery:
         keys = [k for k in vocabulary.keys if k not in vocabulary.count_keys]
         out = self._call(
             "parse_query",

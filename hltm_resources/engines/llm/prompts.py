@@ -67,11 +67,17 @@ Return JSON: {{"kind": "retrieval" | "summary", "facets": [{{"key": "...", "valu
 null}}]}}"""
 
 ANSWER_SYSTEM = """You are a helpful assistant that generates an answer from a provided context.
-Only use the context. Cite node ids exactly as they appear in the context ([node_id]). For a \
-question asking which projects match, cite every matching project node and only those; if none \
-in the context matches, say so and cite nothing. Evidence passages are the documents' own \
-words: prefer them to derived facets where they disagree, and the newest statement to older \
-ones. Leaves listed as verified match every constraint of the question.
+Only use the context. Cite node ids exactly as they appear in the context ([node_id]). The \
+context starts with what the question asks (its form, the attribute asked, the constraints) \
+and the facts found for it, each with the node that holds it and its source documents. For a \
+question about one fact, state the fact first, then the node id it comes from and the document \
+id it is read from (e.g. "New York — project:p00003, from p00003-d0"), and cite that node; if \
+no fact is found, say what was checked and that nothing states it. For a question asking which \
+projects (or recruiters) match, cite every matching node listed and only those; for a count, \
+give the number first; if none in the context matches, say so and cite nothing. Evidence \
+passages are the documents' own words: prefer them to derived facets where they disagree, and \
+the newest statement to older ones. Leaves listed as verified match every constraint of the \
+question. Never state a value the context does not contain.
 
 Output Format: a JSON object of this schema:
 {"rationale": str, "answer": str, "citation": list[str]}"""
@@ -100,8 +106,10 @@ def render_children(children: Sequence[tuple[NodeInfo, Memory]]) -> str:
 
 def render_context(context: RetrievedContext, schema: TreeSchema) -> str:
     """The retrieved context as the answer agent reads it (node ids in brackets; facets of
-    parents with their support)."""
-    lines = ["## Facets (by node)"]
+    parents with their support): first what the question asks and the facts found for it
+    (the same analysis and findings the extractive engine answers from), then each view."""
+    lines = render_analysis(context)
+    lines.append("## Facets (by node)")
     for node in context.facets:
         parent = not schema.is_leaf(node.level)
         facets = "; ".join(
@@ -124,6 +132,35 @@ def render_context(context: RetrievedContext, schema: TreeSchema) -> str:
         for m in context.matches:
             lines.append(f"[{m.node_id}] {m.name}: " + ", ".join(m.how))
     return "\n".join(lines)
+
+
+def render_analysis(context: RetrievedContext) -> list[str]:
+    """What the question asks and what was found for it, as lines of the context."""
+    analysis = context.analysis
+    if analysis is None:
+        return []
+    lines = ["## What the question asks (read against this scope's memory)"]
+    lines += [f"{k}: {v}" for k, v in analysis.describe().items() if v not in (None, "", [])]
+    if context.findings:
+        lines.append("## Facts found for it (node, documents, the words that state it)")
+        for f in context.findings:
+            quote = f' "{f.quote}"' if f.quote else ""
+            what = f"{f.key}: " if f.key else ""
+            lines.append(f"[{f.node_id} | {', '.join(f.source_ids)}] {what}{f.value}{quote}")
+    if context.mentioned:
+        lines.append("## Values its documents mention (none recorded as the fact)")
+        for f in context.mentioned:
+            lines.append(f'[{f.node_id} | {", ".join(f.source_ids)}] {f.value} "{f.quote}"')
+    if context.groups:
+        lines.append("## Nodes holding matching leaves")
+        for node, (name, leaves) in context.groups.items():
+            lines.append(f"[{node}] {name}: {', '.join(leaves)}")
+    if context.distributions:
+        lines.append(f"## Counted over {context.leaves_counted} leaves")
+        for key, spread in context.distributions.items():
+            shown = "; ".join(f"{v} ({n} of {context.leaves_counted})" for v, n in spread[:8])
+            lines.append(f"{key}: {shown}")
+    return lines
 
 
 def answer_user(question: str, context: str) -> str:

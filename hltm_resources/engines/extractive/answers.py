@@ -1,0 +1,218 @@
+"""Extractive answers from what retrieval found: facts with their node and document, the nodes
+a list or count names, distributions counted over leaves.
+
+The answer states the fact first, then where it comes from: "New York, New York —
+Backend Engineer (New York) #003 (project:p00003), from p00003-d0 ("job.offices.name: New
+York")". It cites the nodes whose memory holds what it states, and only those.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hltm_resources.engines.base import Analysis, Answer, Finding, RetrievedContext
+from hltm_resources.engines.vocabulary import MULTI_KEYS, same_value_key
+from hltm_resources.schema import TreeSchema
+from hltm_resources.text import humanize_key, join_human
+
+#: Findings of more nodes than this are listed by count first.
+SHOWN_NODES = 12
+
+
+def answer_analyzed(context: RetrievedContext, schema: TreeSchema) -> Answer | None:
+    """The answer to an analyzed question, or None to answer it the older way (a scope too
+    large to hold, a summary the counts do not cover)."""
+    analysis = context.analysis
+    if analysis is None:
+        return None
+    if analysis.form == "fact":
+        return _fact(context, analysis, schema)
+    if analysis.form == "why":
+        return _why(context, analysis, schema)
+    if analysis.form in ("list", "count") and context.matches is not None:
+        return _nodes(context, analysis, schema)
+    return None
+
+
+def _what(analysis: Analysis) -> str:
+    return join_human(f"{humanize_key(m.key)} {m.value}" for m in analysis.constraints)
+
+
+def _asked(analysis: Analysis) -> str:
+    if analysis.asked_key:
+        return humanize_key(analysis.asked_key)
+    if analysis.asked_phrase:
+        return analysis.asked_phrase
+    return {"person": "person", "number": "number", "date": "date"}.get(
+        analysis.answer_type, "answer"
+    )
+
+
+def _source(f: Finding) -> str:
+    where = f"{f.name} ({f.node_id})" if f.name and f.name != f.node_id else f.node_id
+    docs = f", from {', '.join(f.source_ids)}" if f.source_ids else ""
+    quote = f' ("{f.quote}")' if f.quote and f.quote != f.value else ""
+    return f"{where}{docs}{quote}"
+
+
+def _by_node(findings: list[Finding]) -> dict[str, list[Finding]]:
+    out: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        out[f.node_id].append(f)
+    return dict(out)
+
+
+def _joined(items: list[Finding]) -> Finding:
+    """One node's findings as one: its values joined, their documents together."""
+    first = items[0]
+    values = list(dict.fromkeys(f.value for f in items))
+    docs = tuple(dict.fromkeys(d for f in items for d in f.source_ids))
+    quote = first.quote if len(items) == 1 else ""
+    sep = "; " if first.key == "rejection_reason" else ", "
+    value = sep.join(values) if first.key in MULTI_KEYS or len(values) > 1 else values[0]
+    return Finding(first.node_id, first.name, value, first.key, docs, quote)
+
+
+def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> Answer:
+    leaf = schema.leaf
+    if analysis.constraints and context.matches == []:
+        what = _what(analysis)
+        return Answer(
+            f"None in scope: no {leaf.noun} under {context.scope} matches {what}.",
+            (),
+            f"No leaf of {context.scope} holds {what} (by facet or document).",
+        )
+    findings = context.findings
+    if not findings and context.mentioned:
+        node = context.mentioned[0]
+        said = "; ".join(
+            f'{f.value} ("{f.quote}", {", ".join(f.source_ids)})' for f in context.mentioned
+        )
+        return Answer(
+            f"Not recorded as a fact for {node.name} ({node.node_id}): its documents name "
+            f"more than one {_asked(analysis)} and none says which is the role's. They "
+            f"mention: {said}.",
+            (node.node_id,),
+            "Memory holds no value of this one-value key; the passages that mention one are "
+            "quoted for a person to decide.",
+        )
+    if not findings:
+        checked = [m.node_id for m in context.matches or []][:SHOWN_NODES]
+        if schema.is_leaf(context.scope.split(":", 1)[0]):
+            checked = [context.scope]
+        if not checked:
+            return Answer(
+                f"Nothing under {context.scope} states the {_asked(analysis)} asked for.",
+                (),
+                "No facet or passage in scope answers it.",
+            )
+        return Answer(
+            f"No {_asked(analysis)} is stated for {join_human(checked)}: nothing in "
+            f"{'its' if len(checked) == 1 else 'their'} memory or documents says it.",
+            tuple(checked),
+            f"Read the facets and passages of {', '.join(checked)}; none states it.",
+        )
+    from_facets = findings[0].key is not None
+    # Facts of facets are one line per node; passages each answer with their own quote.
+    grouped = [_joined(items) for items in _by_node(findings).values()] if from_facets else findings
+    nodes = list(dict.fromkeys(f.node_id for f in grouped))
+    prefix = _yes_no(analysis, findings)
+    if len(grouped) == 1:
+        f = grouped[0]
+        text = f"{prefix}{f.value} — {_source(f)}."
+    else:
+        shown = "; ".join(f"{f.value} — {_source(f)}" for f in grouped[:SHOWN_NODES])
+        more = f" (+{len(grouped) - SHOWN_NODES} more)" if len(grouped) > SHOWN_NODES else ""
+        what = f" matching {_what(analysis)}" if analysis.constraints else ""
+        noun = leaf.noun if len(nodes) == 1 else leaf.nouns
+        head = (
+            f"{len(nodes)} {noun}{what}"
+            if from_facets
+            else f"{len(grouped)} answers in {len(nodes)} {noun}{what}"
+        )
+        text = f"{prefix}{head}: {shown}{more}."
+    how = "facets" if from_facets else "passages"
+    return Answer(
+        text,
+        tuple(nodes),
+        f"The {_asked(analysis)} read from the {how} of {', '.join(nodes)}.",
+    )
+
+
+def _yes_no(analysis: Analysis, findings: list[Finding]) -> str:
+    """ "Yes: " / "No: " for a yes/no question about a value of the key the findings hold."""
+    if not analysis.yes_no or not analysis.asked_key:
+        return ""
+    asked = [c.value or "" for c in analysis.constraints if c.key == analysis.asked_key]
+    if not asked:
+        return ""
+    key = analysis.asked_key
+    held = {same_value_key(key, f.value) for f in findings}
+    return "Yes: " if any(same_value_key(key, a) in held for a in asked) else "No: "
+
+
+def _why(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> Answer:
+    findings = context.findings
+    if not findings:
+        who = join_human(analysis.mentions) or "candidates"
+        return Answer(
+            f"Nothing under {context.scope} says why {who} "
+            f"{'was' if analysis.mentions else 'were'} turned down.",
+            (),
+            "No rejection reason or note in scope answers it.",
+        )
+    grouped = [_joined(items) for items in _by_node(findings).values()]
+    who = join_human(analysis.mentions)
+    lead = f"{who} was turned down for: " if who else "Candidates were turned down for: "
+    shown = "; ".join(f"{f.value} — {_source(f)}" for f in grouped[:SHOWN_NODES])
+    return Answer(
+        f"{lead}{shown}.",
+        tuple(f.node_id for f in grouped),
+        "Rejection reasons from the facets and notes of " + ", ".join(f.node_id for f in grouped),
+    )
+
+
+def _nodes(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> Answer:
+    """A list or a count of the nodes matching the question's constraints, at the level it
+    asks for (projects, or the recruiters holding them)."""
+    leaf = schema.leaf
+    matches = context.matches or []
+    what = _what(analysis) or join_human(analysis.mentions)
+    matching = f" matching {what}" if what else ""
+    if analysis.level and analysis.level != leaf.name:
+        level = schema.level(analysis.level)
+        groups = context.groups
+        n = len(groups)
+        if not n:
+            return Answer(
+                f"{'0' if analysis.form == 'count' else 'None'}: no {level.noun} under "
+                f"{context.scope} has {leaf.nouns}{matching}.",
+                (),
+                "No leaf matches, so no node above one does.",
+            )
+        names = {m.node_id: m.name for m in matches}
+        listed = "; ".join(
+            f"{name} ({node}): " + join_human(f"{names.get(x, x)} ({x})" for x in kids)
+            for node, (name, kids) in groups.items()
+        )
+        noun = level.noun if n == 1 else level.nouns
+        return Answer(
+            f"{n} {noun} with {leaf.nouns}{matching}: {listed}.",
+            tuple(groups),
+            f"The {level.nouns} above the leaves matching {what or 'the question'}.",
+        )
+    n = len(matches)
+    if not n:
+        return Answer(
+            f"{'0' if analysis.form == 'count' else 'None in scope'}: no {leaf.noun} under "
+            f"{context.scope}{' matches ' + what if what else ''}.",
+            (),
+            "No leaf matches every constraint.",
+        )
+    listed = join_human(f"{m.name} ({m.node_id})" for m in matches)
+    noun = leaf.noun if n == 1 else leaf.nouns
+    return Answer(
+        f"{n} {noun}{matching}: {listed}.",
+        tuple(m.node_id for m in matches),
+        f"Leaves whose facets or documents state every constraint ({what}).",
+    )

@@ -1,0 +1,292 @@
+"""Reading a structured export (a JSON object, or "Key: value" lines) into attributes.
+
+Every ATS names its fields its own way, so a field's attribute is read from three things, in
+this order:
+
+1. **Its name.** A known name (:data:`~hltm_resources.engines.vocabulary.KEY_ALIASES`) that is
+   the field's name, or the head of its flattened path: the path without its generic parts
+   (``name``, ``label``, ``value``, ``tags``, ...), read from its last word back.
+   ``job.role_name`` is a ``title`` (its head is ``role``), ``job.techStack[].name`` a
+   ``skill`` (``tech_stack``), ``data.attributes.skillTags[].label`` a ``skill``; but
+   ``hiringTeam[].member`` is not a ``department``: ``team`` is not its head.
+2. **Its shape.** The fields of one object that are the parts of a place (a city, its region,
+   its country) are one location: ``offices: [{name: New York, region: New York, country:
+   United States}]`` and ``hiringCity`` + ``hiringState`` + ``hiringCountry`` are both
+   "New York, New York".
+3. **Its values.** A field no name explains is a ``seniority`` when every value is a seniority
+   word, a ``workplace_type`` when every value describes where people work (``Work from
+   home``, ``Office-based``), a ``title`` when every value ends with a word for an occupation.
+
+What none of them explains keeps its own name; the leaf then asks its other documents
+(:func:`agreeing_key`), and parents ask their other children (value overlap,
+:mod:`~hltm_resources.engines.aliases`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from hltm_resources.engines.vocabulary import (
+    FEEDBACK_KEYS,
+    KEY_ALIASES,
+    MULTI_KEYS,
+    SENIORITY_WORDS,
+    SKIP_KEY,
+    workplace_of,
+)
+from hltm_resources.text import clean_value, fold, snake_key, split_list
+
+#: Parts of a flattened path that say how a value is stored, not what it is.
+GENERIC_PARTS = frozenset(
+    "name names value values label labels text tag tags list items item entries entry data "
+    "attributes attribute fields field info details kind mode full display raw".split()
+)
+#: The parts of a place in field names: a locality, its region, its country.
+PLACE_PARTS: dict[str, str] = {
+    "city": "city",
+    "town": "city",
+    "municipality": "city",
+    "locality": "city",
+    "region": "region",
+    "state": "region",
+    "province": "region",
+    "subdivision": "region",
+    "county": "region",
+    "country": "country",
+    "nation": "country",
+}
+#: Words that head a job title: a value ending with one is a title.
+TITLE_HEADS = frozenset(
+    "engineer scientist manager designer analyst developer architect recruiter specialist "
+    "consultant administrator director researcher representative accountant coordinator "
+    "officer writer strategist technician marketer executive associate advisor lead sre nurse "
+    "teacher physician therapist pharmacist programmer editor assistant supervisor "
+    "operator clerk agent counsel attorney lawyer buyer planner liaison partner head".split()
+)
+_OCCUPATION_SUFFIX = re.compile(r"(?:ician|ist|ologist)$")
+#: Marks a value that was one item of a JSON array: it is never split again.
+ITEM = "\x00"
+
+
+@dataclass(frozen=True)
+class ExportField:
+    """One value of a structured document: the field's raw key (its flattened path), the
+    attribute it states (a canonical key, or None when nothing says), and whether it was
+    one item of a list."""
+
+    raw_key: str
+    key: str | None
+    value: str
+    listed: bool = False
+    #: How ``key`` was read: "name", "place" or "value" (None when it was not).
+    by: str | None = None
+
+
+def read_export(text: str) -> tuple[list[ExportField], bool]:
+    """The fields of a JSON or "Key: value" document, and whether it is structured (JSON,
+    or at least two lines and half of them ``key: value``)."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            return _typed(list(_json_fields(obj, ()))), True
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    pairs = [
+        (m.group(1), m.group(2))
+        for ln in lines
+        if (m := KV_LINE.match(ln)) and _is_label(m.group(1))
+    ]
+    structured = len(pairs) >= 2 and len(pairs) * 2 >= len(lines)
+    fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
+    return _typed(fields), structured
+
+
+KV_LINE = re.compile(r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
+
+
+#: Words that make a line's lead a clause ("This one is remote-friendly: ..."), not a label.
+_CLAUSE_WORDS = frozenset("is are was were be been it this that we you they i our".split())
+
+
+def _is_label(text: str) -> bool:
+    """A field's name: at most four words, none of them making it a clause."""
+    words = fold(text).split()
+    return 0 < len(words) <= 4 and not set(words) & _CLAUSE_WORDS
+
+
+def prose_of(text: str) -> str:
+    """The part of a text document that is prose: all of it, or in a list of "Key: value"
+    lines the lines that are not (a brief in bullets mixes both)."""
+    text = text.strip()
+    if text.startswith("{"):
+        return ""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    kept = [ln for ln in lines if not ((m := KV_LINE.match(ln)) and _is_label(m.group(1)))]
+    pairs = len(lines) - len(kept)
+    if pairs < 2 or pairs * 2 < len(lines):
+        return text  # prose, whatever a line of it looks like
+    return "\n".join(kept)
+
+
+def field_key(path: Sequence[str]) -> str | None:
+    """The canonical key a field's flattened path names (see the module docstring), or None.
+
+    ``path`` holds the snake_case names of the JSON keys from the root (one name for a
+    "Key: value" line)."""
+    parts = [p for name in path for p in name.split("_") if p]
+    whole = "_".join(parts)
+    if whole in KEY_ALIASES:
+        return KEY_ALIASES[whole]
+    while parts and parts[-1] in GENERIC_PARTS:
+        parts.pop()
+    if not parts:
+        return None
+    for start in range(len(parts)):
+        window = "_".join(parts[start:])
+        for name in (window, _singular(window)):
+            if name in KEY_ALIASES:
+                return KEY_ALIASES[name]
+    return None
+
+
+def _singular(name: str) -> str:
+    if name.endswith("ies") and len(name) > 4:
+        return name[:-3] + "y"
+    if name.endswith("s") and not name.endswith("ss") and len(name) > 3:
+        return name[:-1]
+    return name
+
+
+def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iterable[ExportField]:
+    """The fields of a JSON value at ``path``; an object's place parts as one location."""
+    if isinstance(obj, list):
+        for element in obj:
+            yield from _json_fields(element, path, item=True)
+        return
+    if isinstance(obj, dict):
+        place, used = _place(obj, path)
+        if place is not None:
+            where = "_".join(p for p in path) or "location"
+            yield ExportField(where, "location", place, item, "place")
+        for key, value in obj.items():
+            if key in used:
+                continue
+            yield from _json_fields(value, (*path, snake_key(str(key))), item)
+        return
+    if obj is None or not path:
+        return
+    value = ("yes" if obj else "no") if isinstance(obj, bool) else str(obj)
+    raw = "_".join(path)
+    yield _named(raw, field_key(path), (ITEM if item else "") + value, item)
+
+
+def _named(raw: str, key: str | None, value: str, listed: bool = False) -> ExportField:
+    return ExportField(raw, key, value, listed, "name" if key else None)
+
+
+def _place(obj: dict, path: tuple[str, ...]) -> tuple[str | None, set[str]]:
+    """One location made of the scalar fields of ``obj`` that are parts of a place (by the
+    last word of their names, in groups sharing what comes before it), and the fields it
+    used. A group needs two parts, or one part and a generic name in an object that a
+    location key holds (``offices: [{name: ...}]``)."""
+    groups: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
+    for key, value in obj.items():
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            continue
+        words = snake_key(str(key)).split("_")
+        role = PLACE_PARTS.get(words[-1])
+        if words[-2:] == ["country", "code"]:
+            role, words = "country", words[:-1]
+        if role is None and len(words) == 1 and words[0] in GENERIC_PARTS:
+            role = "name"
+        if role:
+            groups["_".join(words[:-1])].setdefault(role, (str(key), str(value).strip()))
+    in_place = bool(path) and field_key(path) == "location"
+    for parts in groups.values():
+        named = {r for r in parts if r != "name"}
+        if len(named) >= 2 or (in_place and (named or "name" in parts)):
+            city = parts.get("city") or parts.get("name")
+            region, country = parts.get("region"), parts.get("country")
+            pieces = [p[1] for p in (city, region) if p and p[1]]
+            if not region and country and fold(country[1]) != fold(pieces[0] if pieces else ""):
+                pieces.append(country[1])  # "Singapore" in Singapore is Singapore
+            if pieces:
+                return ", ".join(pieces), {p[0] for p in parts.values()}
+    return None, set()
+
+
+def _typed(fields: list[ExportField]) -> list[ExportField]:
+    """Fields no name explains, given the key every value of theirs is (see
+    :func:`value_type`); the others as they are. Identifiers and feedback fields pass
+    through: the caller drops them."""
+    values: dict[str, list[str]] = defaultdict(list)
+    for f in fields:
+        if f.key is None:
+            values[f.raw_key].append(f.value.lstrip(ITEM))
+    typed = {raw: value_type(vs) for raw, vs in values.items()}
+    return [
+        ExportField(f.raw_key, key, f.value, f.listed, "value")
+        if f.key is None and (key := typed.get(f.raw_key))
+        else f
+        for f in fields
+    ]
+
+
+def value_type(values: Sequence[str]) -> str | None:
+    """The key every one of ``values`` is a value of, by its form alone: a seniority word, a
+    workplace arrangement, a job title; None when they are not all one of these."""
+    values = [v for v in (clean_value(x) for x in values) if v]
+    if not values:
+        return None
+    if all(seniority_of(v) for v in values):
+        return "seniority"
+    if all(is_title(v) for v in values):
+        return "title"  # before workplaces: a "Site Reliability Engineer" is no place
+    if all(workplace_of(v) for v in values):
+        return "workplace_type"
+    return None
+
+
+def seniority_of(value: str) -> str | None:
+    """The seniority a value is ("Mid-level", "senior level" -> "Senior"), else None."""
+    folded = fold(value)
+    if folded in SENIORITY_WORDS:
+        return SENIORITY_WORDS[folded]
+    if folded.endswith(" level") and folded[: -len(" level")] in SENIORITY_WORDS:
+        return SENIORITY_WORDS[folded[: -len(" level")]]
+    return None
+
+
+def is_title(value: str) -> bool:
+    """A value that names an occupation: a few words, the last one a word for a job
+    (:data:`TITLE_HEADS`, or an occupation's suffix: "-ician", "-ist"), and not itself the
+    name of an attribute (a hiring team's "capacity: Hiring Manager" is a part one plays)."""
+    words = fold(value).split()
+    if not words or len(words) > 6 or "_".join(words) in KEY_ALIASES:
+        return False
+    head = words[-1]
+    return head in TITLE_HEADS or bool(_OCCUPATION_SUFFIX.search(head))
+
+
+def items(value: str, key: str | None) -> list[str]:
+    """A field's value as the values it states: a JSON array item whole; a text list split
+    for a key that holds several values."""
+    if value.startswith(ITEM):
+        return [clean_value(value[1:])]
+    if key in MULTI_KEYS:
+        return split_list(value)
+    return [value]
+
+
+def is_skipped(field: ExportField, key: str) -> bool:
+    """Identifiers, timestamps, contact details and notes on candidates are not facets of
+    the role (a known name wins: ``posting.text`` is a title)."""
+    named = key if field.by == "name" else field.raw_key
+    return key in FEEDBACK_KEYS or bool(SKIP_KEY.search(named))

@@ -1,0 +1,87 @@
+"""Negation: whether a text states a value or says it does not hold.
+
+Shared by the extractive engine (a negated statement is never stored as a facet: "the role is
+not based in Toronto" states no location) and by verification at query time (evidence that
+negates a value is no match for it). Text is read as folded tokens plus the punctuation that
+ends a clause (:func:`tokenize`); a negator reaches a few words before a mention and after it,
+within its clause.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+#: Words that negate what is near them ("n't" folds to "t").
+NEGATORS = frozenset("not no never without non nor neither cannot t".split())
+#: Words that turn a negator into emphasis ("don't forget X", "not only X").
+NEGATION_CANCELLERS = frozenset("forget only hesitate miss overlook".split())
+#: Words before a mention, and after it, that a negation may sit in.
+NEGATION_BEFORE = 4
+NEGATION_AFTER = 6
+#: Tokens that end the reach of a negation: sentence punctuation, contrast, coordination.
+CLAUSE_BREAKS = frozenset(". ; : ! ? but however although though while whereas yet".split())
+COORDINATION = frozenset("and or".split())
+ARTICLES = frozenset("a an the".split())
+_TOKEN = re.compile(r"[a-z0-9]+|[.;:!?]")
+_CLAUSE_END = re.compile(r"([.;:!?])(?=\s|$)")
+_RUNS = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Folded words, plus the punctuation that ends a clause: ``fold_keep_breaks`` read for
+    runs of letters and digits (what ``fold`` keeps of a word), clause by clause."""
+    out: list[str] = []
+    for part in _CLAUSE_END.split(text):
+        if part in ".;:!?":  # a clause's end (or a part made of such marks), kept as it is
+            out += _TOKEN.findall(part)
+        else:
+            out += _RUNS.findall(_lower_plain(part))
+    return out
+
+
+def _lower_plain(text: str) -> str:
+    """Lowercase without accents, as ``fold`` reads text before taking its words (not
+    cached: passages are read once)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return text.lower()
+
+
+def negated(tokens: Sequence[str], start: int, end: int) -> bool:
+    """A negator in the few words before the mention ``tokens[start:end]``, or after it,
+    within its clause."""
+    for i in range(start - 1, max(-1, start - 1 - NEGATION_BEFORE), -1):
+        if tokens[i] in CLAUSE_BREAKS:
+            break
+        if _negates(tokens, i):
+            return True
+    for i in range(end, min(len(tokens), end + NEGATION_AFTER)):
+        if tokens[i] in CLAUSE_BREAKS or tokens[i] in COORDINATION:
+            break
+        if i == end and i + 1 < len(tokens) and tokens[i + 1] in ARTICLES:
+            break  # "a Data Engineer, not a Data Scientist": what follows is negated
+        if _negates(tokens, i):
+            return True
+    return False
+
+
+def _negates(tokens: Sequence[str], i: int) -> bool:
+    after = tokens[i + 1] if i + 1 < len(tokens) else ""
+    return tokens[i] in NEGATORS and after not in NEGATION_CANCELLERS
+
+
+def negated_in_text(text: str, start: int, end: int, cue: int | None = None) -> bool:
+    """Whether the span ``text[start:end]`` is negated where it stands (:func:`negated`):
+    "The role is not based in Toronto" negates "Toronto", "Kubernetes is not required"
+    negates "Kubernetes". ``cue``: where the words that introduced the span begin ("based
+    in"), when a negator before them counts too."""
+    first = start if cue is None else min(cue, start)
+    before = tokenize(text[:first])
+    cue_words = tokenize(text[first:start])
+    span = tokenize(text[start:end])
+    after = tokenize(text[end:])
+    tokens = before + cue_words + span + after
+    return negated(tokens, len(before), len(before) + len(cue_words) + len(span))

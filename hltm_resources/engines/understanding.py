@@ -1,0 +1,877 @@
+"""What a question asks, read against the memory of its scope (shared by both engines).
+
+A question is read into an :class:`Analysis`:
+
+- **its form**: one fact, a list of nodes matching constraints, a count, a distribution, or
+  why; from the question's own syntax (its wh-word, "how many", "most common", the noun it
+  asks for), not from a list of phrasings;
+- **what it asks about**: a facet key of the scope, or, when no key is what it names, the
+  words that name it ("code name", "hiring lead"), looked for in the evidence;
+- **its constraints**: values of the scope that the question names *in that role*. A value
+  is named as itself, its head ("Lisbon" for "Lisbon, Portugal"), another inflection of its
+  words ("data engineering" for "Data Engineer"), its initials ("SRE", "ML Engineer"), or for a
+  title by words only one of the scope's titles holds ("the backend search"). A value that
+  modifies some other noun ("the onsite interview", "strong gRPC depth") is not a constraint
+  on the role: it is left to the evidence;
+- **names**: a recruiter the question names ("Kaito's searches") narrows the scope to their
+  subtree; other names (a candidate) are looked for in the evidence.
+
+Values are then matched by identity (see ``same_value_key``), never by a similarity
+threshold: Junior is not Senior, Backend Engineer is not Frontend Engineer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import Stemmer
+
+from hltm_resources.engines.base import Analysis, MicroQuery, ParsedQuery, ScopeVocabulary
+from hltm_resources.engines.vocabulary import (
+    CANDIDATE_KEYS,
+    KEY_ALIASES,
+    KEY_ORDER,
+    WORKPLACE_WORDS,
+)
+from hltm_resources.schema import TreeSchema
+from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented
+
+FORMS = ("fact", "list", "count", "distribution", "why")
+_STEMMER = Stemmer.Stemmer("english")
+
+#: Words by which a question names the leaves themselves (a search, a req, ...).
+LEAF_WORDS = frozenset(
+    "search project opening requisition req job position posting vacancy role hire".split()
+)
+#: Nouns that, right after a value, keep it a constraint on the role ("remote roles", "Python
+#: skills", "Toronto office", "senior level"): the leaves, their attributes and their setting.
+ROLE_NOUNS = LEAF_WORDS | frozenset(
+    "one ones level levels work working setup arrangement arrangements skill skills "
+    "experience expertise knowledge background stack office offices based site location "
+    "locations city cities team teams engineer engineers people person candidates hiring "
+    "seniority title titles".split()
+)
+#: Words that mark a question about what is most common (a distribution).
+DISTRIBUTION_WORDS = re.compile(
+    r"\b(most|usually|typically|typical|common|commonest|frequent|frequently|mostly|"
+    r"generally|tend to|top|"
+    r"preferences?|what kinds?|kinds? of|types? of|how often|on average|overall|main|"
+    r"breakdown|distribution|mix of|split of)\b",
+    re.I,
+)
+_WH = re.compile(
+    r"(?:^\W*(?:(?:so|and|ok|okay|hey|quick question|remind me|tell me|can you tell me|"
+    r"do you know|at|in|on|for|from|with|by|to|and)\W+)*|[,;:?.!\u2013\u2014]\s*|\s-\s*)"
+    r"(how many|how much|what|which|who|whom|whose|where|when|why|list|show|find)\b(.*)$",
+    re.I | re.S,
+)
+_YES_NO = re.compile(r"^\W*(is|are|was|were|does|do|did|has|have|can|will|could|any)\b", re.I)
+_ANY = re.compile(r"\b(any|are there|is there|do i have|do we have)\b", re.I)
+_LEADING = frozenset(
+    "s is are was were do does did the this that these those its their our my "
+    "his her a an of all".split()
+)
+#: Verbs a wh-question may go on with, which end the noun it asks for: regular past forms
+#: and participles, and the common irregular past forms.
+_VERBISH = re.compile(r"(ed|ing)$")
+_IRREGULAR_PAST = frozenset(
+    "stood got went came made took gave won left ran held kept brought felt put saw said "
+    "told found became began chose did had".split()
+)
+_PERSON_KEYS = frozenset({"hiring_manager", "candidate", "applicant", "recruiter"})
+_EVIDENCE_KEYS = frozenset({"candidate", "stage", "decision", "reason"})
+
+
+#: Words by which questions ask about a key without naming a value of it.
+_KEY_WORDS: dict[str, tuple[str, ...]] = {
+    "title": (
+        "what roles",
+        "which roles",
+        "kinds of roles",
+        "kind of roles",
+        "types of roles",
+        "title",
+        "titles",
+        "hire for",
+        "hires for",
+        "hiring for",
+        "what positions",
+        "which positions",
+        "job title",
+        "job titles",
+    ),
+    "location": (
+        "where",
+        "located",
+        "location",
+        "locations",
+        "city",
+        "cities",
+        "based",
+        "office",
+        "offices",
+    ),
+    "workplace_type": (
+        "remote",
+        "hybrid",
+        "on-site",
+        "onsite",
+        "workplace",
+        "work arrangement",
+        "in office",
+        "in-office",
+    ),
+    "skill": (
+        "skill",
+        "skills",
+        "require",
+        "required",
+        "requires",
+        "requiring",
+        "requirement",
+        "requirements",
+        "technologies",
+        "tech stack",
+        "must have",
+        "must-have",
+    ),
+    "rejection_reason": (
+        "reject",
+        "rejected",
+        "rejects",
+        "rejection",
+        "rejections",
+        "turned down",
+        "declined",
+        "passed on",
+        "why not",
+    ),
+    "seniority": ("seniority", "senior", "junior", "level", "levels"),
+    "department": ("department", "departments", "team", "teams"),
+}
+
+
+def asked_keys(question: str, keys: list[str] | set[str]) -> list[str]:
+    """The facet keys among ``keys`` a question asks about by its wording ("where" ->
+    location, "rejection reasons" -> rejection_reason, ...)."""
+    low = question.lower()
+    out = [
+        k
+        for k, words in _KEY_WORDS.items()
+        if k in keys and any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in words)
+    ]
+    return out
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A value of the scope the question names: where (token span) and how."""
+
+    key: str
+    value: str
+    start: int
+    end: int
+    how: str  # "exact" | "stem" | "initials" | "part"
+
+
+@dataclass
+class QuestionWords:
+    """A question as folded tokens, with what each looked like."""
+
+    text: str
+    tokens: list[str] = field(default_factory=list)
+    upper: list[bool] = field(default_factory=list)  # written in capitals (an acronym)
+    capital: list[bool] = field(default_factory=list)  # written with a capital first letter
+    possessive: list[bool] = field(default_factory=list)  # written with "'s" ("Kaito's")
+    first: list[bool] = field(default_factory=list)  # the first word of a sentence
+    raw: list[str] = field(default_factory=list)  # as written
+
+    @classmethod
+    def of(cls, text: str) -> QuestionWords:
+        out = cls(text)
+        plain = unaccented(text)
+        for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9+#&/.'\u2019-]*", plain):
+            starts = not re.search(
+                r"[^\s\"'(\-]", plain[: m.start()].split("?")[-1].split(". ")[-1].split("! ")[-1]
+            )
+            raw = m.group(0).rstrip(".'\u2019")
+            possessive = bool(re.search(r"['\u2019]s$", raw))
+            raw = re.sub(r"['\u2019]s$", "", raw)
+            pieces = fold(raw).split()
+            for k, piece in enumerate(pieces):
+                out.tokens.append(piece)
+                letters = re.sub(r"[^A-Za-z]", "", raw)
+                out.upper.append(len(letters) >= 2 and letters.isupper())
+                out.capital.append(raw[:1].isupper())
+                out.possessive.append(possessive and k == len(pieces) - 1)
+                out.first.append(starts and k == 0)
+                out.raw.append(raw if len(pieces) == 1 else piece)
+        return out
+
+
+@lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    return _STEMMER.stemWord(word)
+
+
+def _word_matches(q: str, v: str) -> str | None:
+    """How a question word states a value's word: "exact", "stem" (same stem, or one stem the
+    start of the other over six letters or more: "biostatistics", "biostatistician"), None."""
+    if q == v or (len(v) >= 3 and q in (v + "s", v + "es")):
+        return "exact"
+    if len(q) < 4 or len(v) < 4:
+        return None
+    sq, sv = stem(q), stem(v)
+    if sq == sv:
+        return "stem"
+    short, long_ = sorted((sq, sv), key=len)
+    if len(short) >= 6 and long_.startswith(short):
+        return "stem"
+    return None
+
+
+class ValueIndex:
+    """The scope's values by their words and stems, so a question is matched only against
+    the values that may occur in it (built once per vocabulary)."""
+
+    def __init__(self, vocabulary: ScopeVocabulary):
+        self.entries: list[tuple[str, str, tuple[str, ...]]] = []
+        self.by_stem: dict[str, list[int]] = {}
+        self.by_initials: dict[str, list[int]] = {}
+        self.title_words: dict[str, dict[str, list[str]]] = {}
+        for key, values in vocabulary.values.items():
+            if key in vocabulary.count_keys:
+                continue
+            for value in values:
+                words = tuple(fold(value).split())
+                if not words or (len(words) == 1 and _singular(words[0]) in LEAF_WORDS):
+                    continue
+                n = len(self.entries)
+                self.entries.append((key, value, words))
+                for w in words:
+                    self.by_stem.setdefault(stem(w)[:6], []).append(n)
+                for i in range(len(words)):
+                    for j in range(i + 2, min(len(words), i + 5) + 1):
+                        initials = "".join(w[0] for w in words[i:j])
+                        self.by_initials.setdefault(initials, []).append(n)
+                if key == "title":
+                    for w in set(words):
+                        self.title_words.setdefault(w, {}).setdefault(key, []).append(value)
+
+    def candidates(self, q: QuestionWords) -> list[int]:
+        found: set[int] = set()
+        for i, t in enumerate(q.tokens):
+            found.update(self.by_stem.get(stem(t)[:6], ()))
+            if q.upper[i]:
+                found.update(self.by_initials.get(t, ()))
+        return sorted(found)
+
+
+def value_index(vocabulary: ScopeVocabulary) -> ValueIndex:
+    index = vocabulary.derived.get("understanding_index")
+    if not isinstance(index, ValueIndex):
+        index = vocabulary.derived["understanding_index"] = ValueIndex(vocabulary)
+    return index
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(("ch", "sh", "x")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention]:
+    """Every way the question names a value of the scope (overlaps not yet resolved)."""
+    index = value_index(vocabulary)
+    out: list[Mention] = []
+    tokens = q.tokens
+    for n in index.candidates(q):
+        key, value, words = index.entries[n]
+        forms = [words]
+        head = tuple(fold(value.split(",")[0]).split())
+        if head != words and len("".join(head)) >= 4:
+            forms.append(head)
+        for form in forms:
+            out += _runs(q, key, value, form)
+        if key == "title" and len(words) >= 2:
+            out += _parts(q, key, value, words, vocabulary)
+    # A value written as a phrase, stated in other words ("turned down because we couldn't
+    # sponsor a visa" for "no visa sponsorship available"): most of its words, by their stems.
+    stems = [stem(t) for t in tokens]
+    for n in index.candidates(q):
+        key, value, words = index.entries[n]
+        if (key in CANDIDATE_KEYS or key not in KEY_ORDER) and sum(
+            w not in STOPWORDS for w in words
+        ) >= 3:
+            out += _paraphrased(key, value, tokens, stems)  # reasons, not categories
+    # A workplace stated in other words ("in the office", "from home").
+    known = set(vocabulary.values.get("workplace_type", ()))
+    for words, value in WORKPLACE_WORDS.items():
+        if value in known and words != value:
+            seq = words.split()
+            for i in range(len(tokens) - len(seq) + 1):
+                if tokens[i : i + len(seq)] == seq:
+                    out.append(Mention("workplace_type", value, i, i + len(seq), "exact"))
+    return out
+
+
+def _paraphrased(key: str, value: str, tokens: list[str], stems: list[str]) -> list[Mention]:
+    """A value of three words or more of which the question states most (two at least, and
+    60 %) by their stems, in one stretch of at most twice its length."""
+    words = [w for w in fold(value).split() if w not in STOPWORDS and len(w) > 1]
+    if len(words) < 3:
+        return []
+    wanted = {stem(w) for w in words}
+    hits = [
+        i
+        for i, s in enumerate(stems)
+        if s in wanted
+        or any(min(len(s), len(w)) >= 6 and (w.startswith(s) or s.startswith(w)) for w in wanted)
+    ]
+    found = {stems[i] for i in hits}
+    if len(hits) < 2 or len(found) < max(2, 0.6 * len(wanted)):
+        return []
+    if hits[-1] - hits[0] + 1 > 2 * len(fold(value).split()):
+        return []
+    return [Mention(key, value, hits[0], hits[-1] + 1, "part")]
+
+
+def _runs(q: QuestionWords, key: str, value: str, form: tuple[str, ...]) -> list[Mention]:
+    """The value's words ``form`` in a row in the question, each as itself or by its stem;
+    a capitalized question word may stand for several of them by their initials."""
+    out = []
+    tokens, n = q.tokens, len(form)
+    for start in range(len(tokens)):
+        i, j, how = start, 0, "exact"
+        while j < n and i < len(tokens):
+            match = _word_matches(tokens[i], form[j])
+            if match:
+                how = "stem" if match == "stem" and how == "exact" else how
+                i, j = i + 1, j + 1
+                continue
+            span = _initials_span(tokens[i], q.upper[i], form, j)
+            if span:
+                how = "initials"
+                i, j = i + 1, j + span
+                continue
+            break
+        if j == n and i > start and (len("".join(form)) > 3 or _written_as(q, start, value)):
+            out.append(Mention(key, value, start, i, how))
+    return out
+
+
+def _written_as(q: QuestionWords, start: int, value: str) -> bool:
+    """A short value ("Go", "R") counts only written with its capital: "go" is a verb."""
+    return not value[:1].isupper() or q.capital[start] or q.upper[start]
+
+
+def _initials_span(token: str, upper: bool, form: tuple[str, ...], j: int) -> int:
+    """How many of ``form``'s words from ``j`` on the acronym ``token`` stands for (0: none)."""
+    if not upper or len(token) < 2:
+        return 0
+    k = len(token)
+    if j + k <= len(form) and "".join(w[0] for w in form[j : j + k]) == token:
+        return k
+    return 0
+
+
+def _parts(
+    q: QuestionWords, key: str, value: str, words: tuple[str, ...], vocabulary: ScopeVocabulary
+) -> list[Mention]:
+    """A title named by some of its words that no other title of the scope holds ("the
+    backend search" where only "Backend Engineer" has "backend")."""
+    out = []
+    others = [fold(v).split() for v in vocabulary.values.get(key, ()) if v != value]
+    for i in range(len(words)):
+        for j in range(i + 1, len(words) + 1):
+            part = words[i:j]
+            if len(part) == len(words) or all(w in _GENERIC_TITLE_WORDS for w in part):
+                continue
+            if all(len(w) < 4 for w in part):
+                continue  # "it" of "Healthcare IT Specialist" is no name of it alone
+            if any(_contains_stems(o, part) for o in others):
+                continue
+            out += [
+                Mention(key, value, m.start, m.end, "part")
+                for m in _runs(q, key, value, part)
+                if m.how != "initials"
+            ]
+    return out
+
+
+def _contains_stems(words: Sequence[str], part: Sequence[str]) -> bool:
+    n = len(part)
+    return any(
+        all(_word_matches(words[i + k], part[k]) for k in range(n))
+        for i in range(len(words) - n + 1)
+    )
+
+
+#: Words of titles that say what kind of job, not which one.
+_GENERIC_TITLE_WORDS = frozenset(
+    "engineer manager analyst specialist lead senior junior staff associate assistant "
+    "officer director head data and of the a".split()
+)
+_KIND_RANK = {"exact": 3, "stem": 2, "initials": 2, "part": 1}
+
+
+def resolve(mentions: list[Mention], vocabulary: ScopeVocabulary) -> list[Mention]:
+    """Non-overlapping mentions: the longest span first, then the most literal, then the
+    scope's best-supported value (its order in the vocabulary)."""
+    rank = {(k, v): i for k, values in vocabulary.values.items() for i, v in enumerate(values)}
+    order = sorted(
+        set(mentions),
+        key=lambda m: (
+            -(m.end - m.start),
+            -_KIND_RANK[m.how],
+            rank.get((m.key, m.value), 1 << 30),
+            m.key,
+            m.value,
+        ),
+    )
+    taken: list[Mention] = []
+    for m in order:
+        if any(m.start < t.end and t.start < m.end for t in taken):
+            continue
+        taken.append(m)
+    return sorted(taken, key=lambda m: m.start)
+
+
+#: Keys whose values are also ordinary words of other phrases ("the onsite interview", "the
+#: hiring lead", "a senior candidate"): named before another noun, they are not constraints.
+ADJECTIVAL_KEYS = frozenset({"workplace_type", "seniority"})
+#: Words after a value that end its phrase (no noun it could modify).
+_FUNCTION_WORDS = frozenset(
+    "versus vs plus either both only too also now please right yet still anymore ones "
+    "first instead rather".split()
+)
+
+
+def _in_role(m: Mention, q: QuestionWords, spans: list[tuple[int, int]], nouns: set[str]) -> bool:
+    """Whether a mention names a value of the role: the word after it is none that makes
+    it modify another noun (the onsite *interview*, strong gRPC *depth*)."""
+    after = m.end
+    if after >= len(q.tokens):
+        return True
+    nxt = q.tokens[after]
+    if nxt in STOPWORDS or nxt in _FUNCTION_WORDS or not nxt.isalpha():
+        return True
+    if any(s <= after < e for s, e in spans):
+        return True
+    return _singular(nxt) in nouns or nxt in nouns
+
+
+def level_of_noun(word: str, schema: TreeSchema) -> str | None:
+    """The level a noun names ("recruiters" -> seat), by the schema's level names and nouns."""
+    w = _singular(word)
+    for level in schema.levels:
+        if w in (level.name, level.noun) or word in (level.plural, level.nouns):
+            return level.name
+    if w in LEAF_WORDS or w == "one":
+        return schema.leaf.name
+    return None
+
+
+def attribute_key(words: Sequence[str], vocabulary: ScopeVocabulary | None = None) -> str | None:
+    """The key a noun phrase names: a known name of a key (alias table) as the phrase or its
+    end ("job title", "interview round" -> stage, "HM" -> hiring_manager), or a key of the
+    scope whose label it is."""
+    words = [w for w in words if w]
+    for i in range(len(words)):
+        name = "_".join(words[i:])
+        for n in (name, "_".join(words[i:-1] + [_singular(words[-1])])):
+            if n in KEY_ALIASES:
+                return KEY_ALIASES[n]
+            if vocabulary is not None and n in vocabulary.values:
+                return n
+    if vocabulary is not None:
+        phrase = " ".join(words)
+        for key in vocabulary.values:
+            label = fold(humanize_key(key))
+            if key not in KEY_ORDER and label and (label == phrase or label == _singular(phrase)):
+                return key
+    return None
+
+
+def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str | None]:
+    """The wh-word of a question, the words of the noun it asks for, and the level that noun
+    names when it names the nodes themselves ("Which of Kaito's openings ..." -> the leaves).
+
+    After the wh-word, copulas, determiners, "kind of" and a possessive name ("Kaito's") are
+    skipped; a noun naming a level within the next few words is what a list or a count is
+    of ("What Backend Engineer roles ...", "How many senior-level openings ..."); otherwise
+    the noun is up to three words before the next function word, verb or name ("What's the
+    code name of ...?" -> "code name")."""
+    m = _WH.search(question)
+    if not m:
+        return "", [], None
+    wh = m.group(1).lower()
+    q = QuestionWords.of(m.group(2))
+    tokens = q.tokens
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t in _LEADING:
+            i += 1
+        elif t in ("kind", "kinds", "type", "types", "sort", "sorts") and tokens[i + 1 : i + 2] == [
+            "of"
+        ]:
+            i += 2
+        elif q.capital[i] and not q.upper[i] and True in q.possessive[i : i + 3]:
+            i = q.possessive.index(True, i) + 1  # "Kaito's", "Dara Varga's"
+        else:
+            break
+    for j in range(i, min(len(tokens), i + 6)):
+        if tokens[j] in STOPWORDS and not (q.capital[j] or q.upper[j]):
+            break
+        level = level_of_noun(tokens[j], schema)
+        nxt = tokens[j + 1] if j + 1 < len(tokens) else ""
+        # A singular level noun before another noun names that noun's kind ("the project
+        # code"); a plural one is the head ("searches require", "roles list").
+        singular = _singular(tokens[j]) == tokens[j]
+        modifies = singular and nxt and nxt not in STOPWORDS and not _VERBISH.search(nxt)
+        if level is not None and not (modifies and level_of_noun(nxt, schema) is None):
+            return wh, [tokens[j]], level  # not "project code": a project's code
+    words: list[str] = []
+    for j in range(i, len(tokens)):
+        w = tokens[j]
+        verb = (words and _VERBISH.search(w) and len(w) > 4) or w in _IRREGULAR_PAST
+        name = words and q.capital[j] and not q.upper[j]
+        if w in STOPWORDS or w == "s" or verb or name or len(words) == 3:
+            break
+        words.append(w)
+    return wh, words, None
+
+
+def analyze(
+    question: str,
+    vocabulary: ScopeVocabulary,
+    schema: TreeSchema,
+    scope_level: str,
+    names: Mapping[str, str] | None = None,
+    scope_node: str | None = None,
+) -> Analysis:
+    """Read ``question`` against the scope's ``vocabulary`` (see the module docstring).
+
+    ``names``: node id -> name of the scope node (``scope_node``) and of the nodes below it
+    that a question may name by name (recruiters, teams): a node below narrows the answer
+    to its subtree; the scope node itself is only recognized as such."""
+    q = QuestionWords.of(question)
+    low = question.lower()
+    leaf = schema.leaf.name
+    at_leaf = scope_level == leaf
+    wh, noun, noun_level = asked_noun(question, schema)
+    if (
+        noun_level
+        and schema.has(scope_level)
+        and schema.rank(noun_level) <= schema.rank(scope_level)
+    ):
+        noun_level = None  # a seat's question names no account of its own to list
+    if wh in ("where", "when", "why"):
+        noun, noun_level = [], None  # what follows describes the subject, not what is asked
+    # The attribute a noun names ("the hiring lead", "the code name") is what is asked, never
+    # a constraint: the seniority Lead is not named in "the hiring lead".
+    named, attribute = _attribute_prefix(noun, vocabulary) if not noun_level else (noun, None)
+    if noun and (noun[0] in _IRREGULAR_PAST or (len(noun[0]) > 4 and noun[0].endswith("ed"))):
+        named, attribute, noun = [], None, []  # "what happened with X", "who showed ..."
+        verb_question = True
+    else:
+        verb_question = False
+    noun_span = _span_of(q.tokens, named) if (attribute or _is_phrase(named)) else (0, 0)
+    within, name_spans = _named_node(q, names or {})
+    if within is not None and (names or {}).get(within) is not None and within == scope_node:
+        within = None  # "Kaito's searches" asked of Kaito's own seat
+    mentions = [
+        m
+        for m in resolve(find_mentions(q, vocabulary), vocabulary)
+        if not _overlaps(m, [noun_span, *name_spans])
+    ]
+    nouns = set(ROLE_NOUNS) | {w for k in vocabulary.values for w in fold(humanize_key(k)).split()}
+    spans = [(m.start, m.end) for m in mentions]
+    constraints: list[MicroQuery] = []
+    context: list[str] = []
+    loose: list[MicroQuery] = []
+    for m in mentions:
+        if _in_role(m, q, spans, nouns):
+            constraints.append(MicroQuery(m.key, m.value))
+        elif m.key in ADJECTIVAL_KEYS:
+            # "the onsite interview", "the hiring lead": the words as written are what a
+            # passage says ("Stage: Onsite"), the value too.
+            context += [" ".join(q.raw[m.start : m.end]), m.value]
+        else:
+            # "Terraform know-how" in a list is still Terraform; "strong GraphQL depth" in
+            # a question about one candidate is words of a note (decided with the form).
+            constraints.append(MicroQuery(m.key, m.value))
+            loose.append(MicroQuery(m.key, m.value))
+    constraints = list(dict.fromkeys(constraints))
+    # Several values of one key named as alternatives are the options of what is asked.
+    options: tuple[str, ...] = ()
+    by_key: dict[str, list[str]] = {}
+    for c in constraints:
+        by_key.setdefault(c.key, []).append(c.value or "")
+    listed = [
+        k for k, vs in by_key.items() if len(vs) >= 2 and re.search(r"\b(or|versus|vs)\b", low)
+    ]
+    asked_key = attribute
+    if listed:
+        asked_key = asked_key or listed[0]
+        options = tuple(by_key[listed[0]])
+        constraints = [c for c in constraints if c.key != listed[0]]
+    level = leaf
+    form = "fact"
+    answer_type = "value"
+    phrase = ""
+    covered = [(m.start, m.end) for m in mentions] + [noun_span, *name_spans]
+    names_left = _other_names(question, q, covered)
+    # Names that are values of a key the data made up (an export's "owner" field holding a
+    # person) are names to find in the evidence, not constraints on the role.
+    for c in [c for c in constraints if c.key not in KEY_ORDER and _looks_like_name(c.value)]:
+        constraints.remove(c)
+        names_left.append(c.value or "")
+    for name in list(names_left):
+        key = _slot_key(question, name)
+        if key is not None and not any(c.key == key for c in constraints):
+            # "in Dublin" where no facet holds Dublin: a location, read in the evidence (a
+            # leaf whose facets hold another location is not in Dublin because an old
+            # requisition said so).
+            names_left.remove(name)
+            constraints.append(MicroQuery(key, name))
+    about_one = bool(constraints or names_left or within)
+    if options and not at_leaf:
+        # "How many roles are remote versus in the office?": how the scope splits over them.
+        return Analysis(
+            form="distribution",
+            asked_key=asked_key,
+            level=leaf,
+            constraints=tuple(constraints),
+            mentions=tuple(names_left),
+            within=within,
+            context_words=tuple(context),
+            options=options,
+        )
+    role_noun = bool(noun) and _singular(noun[-1]) in {"role", "position", "job"}
+    if wh in ("how many", "how much"):
+        if noun_level and not at_leaf:
+            form, level, answer_type = "count", noun_level, "number"
+        else:
+            answer_type, phrase = "number", " ".join(noun)
+    elif wh == "why" or (re.search(r"\breasons?\b", low) and not noun_level):
+        form, asked_key = "why", "rejection_reason"
+        if not at_leaf and not about_one:
+            form = "distribution"  # "why do candidates drop out?" over the whole scope
+        elif not at_leaf and any(_is_reason(c, vocabulary) for c in constraints):
+            # The question states the reason ("Where was 'weak system design skills' the
+            # reason to say no?"): it asks where, not why.
+            form, level, answer_type, asked_key = "list", leaf, "nodes", None
+    elif DISTRIBUTION_WORDS.search(question) and not at_leaf:
+        form = "distribution"
+        if noun_level == leaf and role_noun:
+            asked_key = asked_key or "title"
+    elif noun_level and not at_leaf and noun_level != scope_level:
+        if noun_level == leaf and role_noun and not constraints and not within:
+            form, asked_key = "distribution", "title"  # "what roles does she hire for?"
+        else:
+            form, level, answer_type = "list", noun_level, "nodes"
+    elif wh in ("list", "show", "find") and not at_leaf:
+        form, level, answer_type = "list", leaf, "nodes"
+    elif not at_leaf and _ANY.search(question) and constraints and not asked_key:
+        form, level, answer_type = "list", leaf, "nodes"
+    elif wh == "where":
+        asked_key = "location"
+    elif wh in ("who", "whom", "whose"):
+        answer_type = "person"
+    elif wh == "when":
+        answer_type, phrase = "date", " ".join(noun)
+    worded: list[str] = []
+    if form in ("fact", "distribution") and asked_key is None and not (named and not noun_level):
+        # Words that go with a key ("office" with locations) are a hint, weighed with the
+        # question's meaning where the question is read (Memory._asked_by_meaning).
+        taken = {c.key for c in constraints}
+        worded = [
+            k
+            for k in asked_keys(question, {*vocabulary.values, "title", "location"})
+            if k not in taken
+        ]
+        asked_key = worded[0] if worded else None
+    if form == "fact":
+        if asked_key is None and named and noun_level is None:
+            phrase = " ".join(named)
+        if asked_key in _PERSON_KEYS or wh in ("who", "whom", "whose"):
+            answer_type = "person"
+        if asked_key and asked_key not in KEY_ORDER:
+            # A key of the data or of notes on candidates: its words are looked for in the
+            # evidence too (another leaf may hold it under another name).
+            phrase = phrase or " ".join(named)
+            if asked_key in _EVIDENCE_KEYS:
+                answer_type = "person" if asked_key == "candidate" else answer_type
+                asked_key = None
+        if verb_question and wh == "what":
+            answer_type = "quote"  # "what happened with ...": the passage itself
+        if not at_leaf and not about_one and asked_key in vocabulary.values and not phrase:
+            form = "distribution"  # a fact about the whole scope: how it is spread
+    if form in ("fact", "why") and loose:
+        constraints = [c for c in constraints if c not in loose]
+        context += [c.value or "" for c in loose]
+    asked_by = "words" if worded and asked_key in worded else ""
+    if form == "distribution" and asked_key and wh != "why" and asked_key != "rejection_reason":
+        # Over a whole scope the words are a hint; the question's meaning decides
+        # (Memory._asked_by_meaning): "what do these searches mostly need?" is about skills.
+        asked_by, worded = "words", list(dict.fromkeys([asked_key, *worded]))
+    yes_no = bool(_YES_NO.match(question)) and form == "fact" and not wh
+    if form == "fact" and not asked_key and not phrase and answer_type == "value" and yes_no:
+        # "Is this role remote?": the key of the value it names.
+        asked_key = constraints[0].key if constraints else None
+    return Analysis(
+        form=form,
+        asked_key=asked_key,
+        asked_phrase=phrase,
+        answer_type=answer_type,
+        level=level,
+        constraints=tuple(constraints),
+        mentions=tuple(names_left),
+        within=within,
+        context_words=tuple(context),
+        yes_no=yes_no,
+        options=options,
+        asked_by=asked_by,
+        worded=tuple(worded),
+    )
+
+
+def _attribute_prefix(noun: list[str], vocabulary: ScopeVocabulary) -> tuple[list[str], str | None]:
+    """The attribute ``noun`` names (its key, read from its head back: "office attendance
+    expectation" names no key, "job title" names ``title``) with its words; else ``noun``
+    and None. Its last word may be a verb the noun ran into ("seniority level shows")."""
+    for words in (noun, noun[:-1]):
+        key = attribute_key(words, vocabulary) if words else None
+        if key is not None:
+            return words, key
+    return noun, None
+
+
+def _is_reason(c: MicroQuery, vocabulary: ScopeVocabulary) -> bool:
+    """A constraint on a reason: the canonical key, or a key of the data whose values are
+    phrases (three words or more, as reasons are written)."""
+    if c.key in CANDIDATE_KEYS:
+        return True
+    if c.key in KEY_ORDER:
+        return False
+    values = vocabulary.values.get(c.key, [])
+    return bool(values) and sum(len(fold(v).split()) >= 3 for v in values) * 2 >= len(values)
+
+
+def _looks_like_name(value: str | None) -> bool:
+    """Two or three capitalized words of letters: a person's name, as data writes one."""
+    words = (value or "").split()
+    return 2 <= len(words) <= 3 and all(w[:1].isupper() and w.isalpha() for w in words)
+
+
+def _is_phrase(words: list[str]) -> bool:
+    """Words naming something other than the leaves themselves ("code name", not "role")."""
+    return bool(words) and not any(_singular(w) in LEAF_WORDS for w in words)
+
+
+def _span_of(tokens: list[str], words: list[str]) -> tuple[int, int]:
+    n = len(words)
+    if not n:
+        return (0, 0)
+    for i in range(len(tokens) - n + 1):
+        if tokens[i : i + n] == words:
+            return (i, i + n)
+    return (0, 0)
+
+
+def _overlaps(m: Mention, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(s < e and m.start < e and s < m.end for s, e in spans)
+
+
+def _named_node(
+    q: QuestionWords, names: Mapping[str, str]
+) -> tuple[str | None, list[tuple[int, int]]]:
+    """A node the question names by its name or its first word ("Kaito's"), when only one
+    node of the scope answers to it; and where."""
+    by_first: dict[str, list[str]] = {}
+    full: dict[tuple[str, ...], list[str]] = {}
+    for node, name in names.items():
+        words = tuple(fold(name).split())
+        if words:
+            full.setdefault(words, []).append(node)
+            by_first.setdefault(words[0], []).append(node)
+    tokens = q.tokens
+    for words, nodes in sorted(full.items(), key=lambda kv: -len(kv[0])):
+        n = len(words)
+        for i in range(len(tokens) - n + 1):
+            if tuple(tokens[i : i + n]) == words and len(nodes) == 1:
+                return nodes[0], [(i, i + n)]
+    for i, t in enumerate(tokens):
+        nodes = by_first.get(t, [])
+        if len(nodes) == 1 and q.capital[i] and len(t) >= 3:
+            return nodes[0], [(i, i + 1)]
+    return None, []
+
+
+#: Where a question states a value of a key in so many words ("in <place>", "for <title>
+#: roles"): a name no facet holds found there is a value of that key.
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "title",
+        re.compile(r"\bfor\s+(?:an?\s+)?(.+?)\s+(?:roles?|positions?|jobs?|openings?)\b", re.I),
+    ),
+    (
+        "location",
+        re.compile(
+            r"\b(?:in|located in|based in|at)\s+([A-Z][\w'.-]*(?:(?:,\s*|\s+)"
+            r"[A-Z][\w'.-]*){0,3})"
+        ),
+    ),
+    ("skill", re.compile(r"\brequir(?:ed|es|e|ing)\s+(.+?)\s*(?:\?|$|\bin\b|\bfor\b)", re.I)),
+    ("rejection_reason", re.compile(r"\bbecause(?:\s+of)?\s+(.+?)\s*(?:\?|$)", re.I)),
+)
+
+
+def _slot_key(question: str, span: str) -> str | None:
+    """The key whose slot pattern ("in <place>", "for <title> roles") holds ``span``."""
+    for key, pattern in _SLOTS:
+        m = pattern.search(question)
+        if m and span in m.group(1):
+            return key
+    return None
+
+
+def _other_names(question: str, q: QuestionWords, covered: list[tuple[int, int]]) -> list[str]:
+    """Names nothing else accounts for ("Viktor Rossi", "Kubernetes", "HL7"): words written
+    with a capital or with digits, in a row, not first in their sentence, outside every span
+    already read (values, the noun asked for, the nodes named): looked for in the evidence."""
+    taken = {i for s, e in covered for i in range(s, e)}
+    out: list[str] = []
+    run: list[str] = []
+    for i, token in enumerate(q.tokens):
+        named = (q.capital[i] or q.upper[i] or any(c.isdigit() for c in token)) and not (
+            q.first[i] or i in taken or len(token) < 2
+        )
+        if named:
+            run.append(q.raw[i])
+        if run and (not named or q.possessive[i] or i == len(q.tokens) - 1):
+            out.append(" ".join(run))
+            run = []
+    return list(dict.fromkeys(out))
+
+
+#: The key of a name a question states that no facet holds: verified in the leaves' evidence.
+MENTION_KEY = "mention"
+
+
+def parsed_query(analysis: Analysis) -> ParsedQuery:
+    """The micro-queries of an analysis, as the facet retriever and the query log read them:
+    its constraints, the names it looks for in the evidence, and the key it asks about."""
+    micro = [*analysis.constraints, *(MicroQuery(MENTION_KEY, m) for m in analysis.mentions)]
+    if analysis.asked_key:
+        micro.append(MicroQuery(analysis.asked_key, None))
+    kind = "retrieval" if analysis.form in ("list", "count") else "summary"
+    targets = (analysis.asked_key,) if analysis.asked_key else ()
+    return ParsedQuery(kind, tuple(dict.fromkeys(micro)), targets, ())

@@ -1,0 +1,478 @@
+"""The facts that answer a question, each with the node that holds it and its documents.
+
+After a question is read (:class:`~hltm_resources.engines.base.Analysis`) and the leaves it is
+about are found (its constraints verified on every leaf of the scope), the answer is read off
+memory, never composed from what is merely similar:
+
+- **a facet key asked** ("Where is this role located?"): each subject leaf's value of that key,
+  from its facets (with the documents the facet comes from) or, where its facets hold none,
+  from what its evidence states (:func:`~query.verification.leaf_values`);
+- **a fact no facet holds** (a code name, a hiring lead, the candidate who was strong in
+  gRPC): the passage of the subject leaves that names what is asked, and in it the words that
+  answer: the value after the label that names it ("Internal code name: keen-violet-811"), or
+  for "who" a person's name; the passage is quoted;
+- **why**: the rejection reasons of the subject leaves, or of the one candidate the question
+  names (the reasons its note on them states).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hltm_resources.engines.base import Analysis, Finding
+from hltm_resources.engines.negation import tokenize
+from hltm_resources.engines.understanding import stem
+from hltm_resources.engines.vocabulary import KEY_ALIASES, same_value_key
+from hltm_resources.text import STOPWORDS, fold
+from query.verification import (
+    KnownValues,
+    LeafFacts,
+    Passage,
+    ScopeLeaves,
+    evidence_source,
+    leaf_values,
+    mentions,
+    one_valued,
+)
+from query.verification import states as states_value
+
+#: Words of a label or question that say how a thing is named, not what it is.
+GENERIC_WORDS = frozenset("name names full value label text internal the of".split())
+#: At most this many subject leaves get a finding each (a fact asked of many is a list).
+MAX_SUBJECTS = 12
+#: Where a passage's sentences end (not inside "job.offices.name").
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+#: Words a label may have at most ("Reason for rejection").
+LABEL_WORDS = 4
+
+
+def sentences_of(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def labelled(text: str, labels: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """The ``label: value`` units of a passage, in order: export lines ("job.level: Junior",
+    "Hiring Manager: Goran Yilmaz", packed one after the other) and labels in prose ("Code
+    name: x."). A label is the word before a colon, or the longest run of up to four words
+    before it that names a key (``labels``: snake_case names, with the alias table's)."""
+    out: list[tuple[str, str]] = []
+    for sentence in sentences_of(text):
+        words = sentence.split(" ")
+        ends = [i for i, w in enumerate(words) if w.endswith(":") and len(w) > 1]
+        starts = []
+        for i in ends:
+            first = i
+            for n in range(min(LABEL_WORDS, i + 1), 1, -1):
+                name = "_".join(fold(w) for w in words[i - n + 1 : i + 1]).replace(" ", "_")
+                if name in labels or name in KEY_ALIASES:
+                    first = i - n + 1
+                    break
+            starts.append(first)
+        for j, (first, end) in enumerate(zip(starts, ends, strict=True)):
+            stop = starts[j + 1] if j + 1 < len(starts) else len(words)
+            label = " ".join(words[first : end + 1])[:-1]
+            value = " ".join(words[end + 1 : stop]).strip().rstrip(".;,")
+            if value:
+                out.append((label, value))
+    return out
+
+
+#: A person's name as documents write one: two or three capitalized words.
+_PERSON = re.compile(r"\b([A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+){1,2})\b")
+_NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a dozen": 12,
+}
+_NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+
+
+def key_findings(
+    leaves: ScopeLeaves,
+    subjects: Sequence[str],
+    key: str,
+    known: Sequence[str],
+    names: Mapping[str, str],
+) -> list[Finding]:
+    """Each subject leaf's values of ``key`` (see the module docstring)."""
+    out: list[Finding] = []
+    cache: dict = {}
+    rivals_of = KnownValues(known)
+    for node in subjects[:MAX_SUBJECTS]:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        values = leaf_values(facts, key, known, cache)
+        for value in values:
+            sources = _facet_sources(facts, key, value)
+            if not sources:
+                rivals = [] if not one_valued(key) else rivals_of.rivals(value)
+                doc = evidence_source(facts.passages, key, value, rivals)
+                sources = (doc,) if doc else ()
+            quote = _quote(facts.passages, sources, value)
+            out.append(Finding(node, names.get(node, node), value, key, sources, quote))
+    return out
+
+
+def mentioned_values(
+    leaves: ScopeLeaves, node: str, key: str, known: Sequence[str], names: Mapping[str, str]
+) -> list[Finding]:
+    """The values of a one-value ``key`` that the passages of ``node`` mention, not negated,
+    each with the sentence that does, when they name more than one and memory holds none
+    (a brief saying "It's a Toronto position" beside "our design team is in Berlin"): what a
+    person needs to decide, quoted, never a fact chosen for them."""
+    facts = leaves.facts.get(node)
+    if facts is None:
+        return []
+    out = []
+    for value in known:
+        forms = [f for f in dict.fromkeys((fold(value), fold(value.split(",")[0]))) if f]
+        for p in facts.passages:
+            if not any(f" {f} " in f" {fold(p.text)} " for f in forms):
+                continue
+            if not mentions(p.tokens, value) or not states_value(p, key, value):
+                continue
+            quote = _unit_around(p.text, value)
+            out.append(Finding(node, names.get(node, node), value, key, (p.doc_id,), quote))
+            break
+    return out
+
+
+def _facet_sources(facts: LeafFacts, key: str, value: str) -> tuple[str, ...]:
+    same = same_value_key(key, value)
+    found: list[str] = []
+    for (k, v), sources in facts.sources.items():
+        if k == key and (same_value_key(key, v) == same or fold(value) in fold(v)):
+            found += sources
+    return tuple(dict.fromkeys(found))
+
+
+def _quote(passages: Sequence[Passage], sources: Sequence[str], value: str) -> str:
+    """The words of a source document's passage that state ``value`` (its sentence or its
+    ``label: value`` unit), if one does."""
+    for p in passages:
+        if p.doc_id in sources and p.text and mentions(p.tokens, value):
+            return _unit_around(p.text, value)
+    return ""
+
+
+def _unit_around(text: str, value: str) -> str:
+    """The ``label: value`` unit or the sentence of ``text`` that holds ``value`` (or, for a
+    place, its name before the comma)."""
+    forms = [f for f in dict.fromkeys((fold(value), fold(value.split(",")[0]))) if f]
+    for form in forms:
+        for label, said in labelled(text):
+            if form in fold(said):
+                return f"{label}: {said}"
+        for sentence in sentences_of(text):
+            if form in fold(sentence):
+                return sentence
+    return ""
+
+
+#: At most this many answers from the evidence (the best passages, tied).
+MAX_FINDINGS = 5
+#: Passages read for an answer, best scored first.
+MAX_READ = 40
+
+
+def evidence_findings(
+    leaves: ScopeLeaves,
+    subjects: Sequence[str],
+    analysis: Analysis,
+    question: str,
+    names: Mapping[str, str],
+    known_values: set[str],
+    labels: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """What the subject leaves' passages say that answers a question about a fact no facet
+    holds (see the module docstring): the best passage whose words answer, per leaf."""
+    phrase = [w for w in fold(analysis.asked_phrase).split() if w not in STOPWORDS]
+    wanted = _phrase_forms(phrase)
+    cues = [fold(c) for c in (*analysis.mentions, *analysis.context_words) if c]
+    if len(subjects) == 1:  # at a leaf, what the question names is said in its passages
+        cues += [fold(c.value or "") for c in analysis.constraints]
+    content = {
+        stem(w)
+        for w in fold(question).split()
+        if w not in STOPWORDS and len(w) > 2 and w not in phrase
+    }
+    scored: list[tuple[float, str, Passage]] = []
+    for node in subjects:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        for p in facts.passages:
+            if cues and not any(c and f" {c} " in _read(p).folded for c in cues):
+                continue  # what the question names (a candidate, "GraphQL") must be there
+            score = _passage_score(p, wanted, cues, content)
+            if score > 0:
+                scored.append((score, node, p))
+    scored.sort(key=lambda t: (-t[0], t[1], t[2].passage_id))
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for tried, (score, node, p) in enumerate(scored):
+        if (out and score < scored[0][0]) or tried >= MAX_READ:
+            break  # only the passages that answer best (several notes may tie)
+        value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels)
+        if not value or (node, fold(value)) in seen:
+            continue
+        seen.add((node, fold(value)))
+        if analysis.answer_type == "person" and quote and cues:
+            # The note names its candidate in one unit and what the question says of them
+            # in another ("Candidate: X" ... "Notes: strong gRPC depth"): quote both.
+            said = _label_naming(p.text, cues)
+            if said and said not in quote and not any(c and c in fold(quote) for c in cues):
+                quote = f"{quote} … {said}"
+        out.append(Finding(node, names.get(node, node), value, None, (p.doc_id,), quote))
+        if len(out) >= MAX_FINDINGS:
+            break
+    return out
+
+
+def _phrase_forms(words: list[str]) -> list[list[str]]:
+    """What a passage may call the asked thing: its words, their run-together form
+    ("codename"), and the names the alias table gives the key it names ("HM" -> "hiring
+    manager")."""
+    if not words:
+        return []
+    forms = [words]
+    if len(words) > 1:
+        forms.append(["".join(words)])
+    key = KEY_ALIASES.get("_".join(words))
+    if key is not None:
+        forms += [a.split("_") for a, k in KEY_ALIASES.items() if k == key and a != "_".join(words)]
+    return forms
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A passage's words as the findings read them, made once per passage."""
+
+    joined: str  # " word word ... " (split as :func:`_split_tokens`)
+    stems: tuple[str, ...]  # the words' stems, in order
+    folded: str  # " folded text "
+
+
+def _read(p: Passage) -> _Read:
+    read = p.__dict__.get("_findings_read")
+    if read is None:
+        tokens = _split_tokens(p.text)
+        read = _Read(f" {' '.join(tokens)} ", tuple(stem(t) for t in tokens), f" {fold(p.text)} ")
+        p.__dict__["_findings_read"] = read  # the passage is cached with its scope
+    return read
+
+
+def _passage_score(
+    p: Passage, wanted: list[list[str]], cues: list[str], content: set[str]
+) -> float:
+    read = _read(p)
+    stems = set(read.stems)
+    score = 0.0
+    for form in wanted:
+        forms = [stem(w) for w in form]
+        if stems.issuperset(forms) and _has_stems(read.stems, forms):
+            score += 4.0
+            break
+    for cue in cues:
+        if cue and f" {cue} " in read.joined:
+            score += 3.0
+    score += sum(1.0 for s in content if s in stems) * 0.5
+    return score
+
+
+def _has_stems(stems: Sequence[str], form: Sequence[str]) -> bool:
+    n = len(form)
+    return any(tuple(stems[i : i + n]) == tuple(form) for i in range(len(stems) - n + 1))
+
+
+def _split_tokens(text: str) -> list[str]:
+    """Folded words with camelCase and dotted paths split ("hiringLead" -> hiring lead)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
+    return [t for t in tokenize(spaced) if t.isalnum()]
+
+
+def _has_run(tokens: list[str], form: list[str]) -> bool:
+    n = len(form)
+    return any(
+        all(stem(tokens[i + k]) == stem(form[k]) for k in range(n))
+        for i in range(len(tokens) - n + 1)
+    )
+
+
+def _answer_in(
+    p: Passage,
+    wanted: list[list[str]],
+    analysis: Analysis,
+    cues: list[str],
+    known_values: set[str],
+    labels: frozenset[str],
+) -> tuple[str, str]:
+    """The words of passage ``p`` that answer, and the unit they are quoted from:
+
+    - the value after the label that best names what is asked ("Code name: x" for the code
+      name; "Candidate: Goran Costa" for which candidate);
+    - in prose, the words after "<what is asked> is", or for "who" the person the sentence
+      naming what is asked (or the question's other words) names;
+    - else, when the passage names who or what the question is about, its sentence."""
+    text = p.text
+    units = labelled(text, labels)
+    if analysis.answer_type == "quote":
+        unit = _unit_naming(text, cues)
+        return unit, unit
+    best = _best_label(units, wanted)
+    if best is not None:
+        label, value = units[best]
+        if analysis.answer_type == "person":
+            person = _people(value, known_values)
+            if person:
+                return person[0], f"{label}: {value}"
+        elif value:
+            return value, f"{label}: {value}"
+    for sentence in sentences_of(text):
+        tokens = _split_tokens(sentence)
+        names_it = any(_has_run(tokens, form) for form in wanted)
+        cued = any(c and c in fold(sentence) for c in cues)
+        if not (names_it or cued):
+            continue
+        if analysis.answer_type == "person":
+            people = [n for n in _people(sentence, known_values) if fold(n) not in cues]
+            if people:
+                return people[0], sentence
+        elif analysis.answer_type == "number":
+            m = _NUMBER.search(sentence)
+            if m:
+                word = m.group(1).lower()
+                return str(_NUMBER_WORDS.get(word, word)), sentence
+        elif names_it:
+            after = _after_phrase(sentence, wanted)
+            if after:
+                return after, sentence
+    if analysis.answer_type == "person" and any(c and c in fold(text) for c in cues):
+        # A note on one candidate names them once, as its subject ("Candidate: Goran Costa",
+        # "Debrief for Yusuf Costa: ...").
+        for label, value in units:
+            people = _people(value, known_values) or _people(label, known_values)
+            if people:
+                return people[0], f"{label}: {value}"
+        people = [n for n in _people(text, known_values) if fold(n) not in cues]
+        if people:
+            return people[0], _unit_naming(text, [fold(people[0])]) or text
+    if analysis.mentions:
+        unit = _unit_naming(text, [fold(m) for m in analysis.mentions])
+        if unit:
+            return unit, unit  # what the passage says about the one the question names
+    return "", ""
+
+
+def _best_label(units: list[tuple[str, str]], wanted: list[list[str]]) -> int | None:
+    """The unit whose label shares most words (by stem) with what is asked, other than a
+    generic word such as "name" ("Project code" for "internal code name")."""
+    if not wanted:
+        return None
+    asked = {stem(w) for form in wanted for w in form if w not in GENERIC_WORDS}
+    best, best_score = None, 0.0
+    for i, (label, _) in enumerate(units):
+        words = {stem(w) for w in _split_tokens(label)}
+        joined = "".join(_split_tokens(label))
+        score = len(asked & words) + (1.0 if any("".join(f) == joined for f in wanted) else 0.0)
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+def _label_naming(text: str, cues: list[str]) -> str:
+    """The ``label: value`` unit naming a cue, else the sentence."""
+    for label, value in labelled(text):
+        if any(c and c in fold(value) for c in cues):
+            return f"{label}: {value}"
+    return _unit_naming(text, cues)
+
+
+def _unit_naming(text: str, cues: list[str]) -> str:
+    for sentence in sentences_of(text):
+        if any(c and c in fold(sentence) for c in cues):
+            return sentence
+    return ""
+
+
+def _after_phrase(sentence: str, wanted: list[list[str]]) -> str:
+    """The words after "<phrase> is/was/:" in a sentence ("The code name is x")."""
+    for form in wanted:
+        pattern = r"\b" + r"\W+".join(re.escape(w) for w in form) + r"\w*\s*(?:is|was|:)\s+(.+)"
+        m = re.search(pattern, sentence, re.I)
+        if m:
+            return _clean(m.group(1))
+    return ""
+
+
+def _clean(value: str) -> str:
+    return value.strip().rstrip(".;,").strip()
+
+
+def _people(text: str, known_values: set[str]) -> list[str]:
+    """Persons' names in ``text``: capitalized words in a row that are no value of the
+    scope's facets ("A/B Testing", "New York") and no label."""
+    out = []
+    for m in _PERSON.finditer(text):
+        name = m.group(1)
+        if fold(name) in known_values or any(fold(w) in known_values for w in [name]):
+            continue
+        if text[m.end() : m.end() + 2].startswith(":"):
+            continue  # a label ("Hiring Manager:")
+        out.append(name)
+    return out
+
+
+def why_findings(
+    leaves: ScopeLeaves,
+    subjects: Sequence[str],
+    analysis: Analysis,
+    known: Sequence[str],
+    names: Mapping[str, str],
+) -> list[Finding]:
+    """Why candidates were turned down: for a candidate the question names, the reasons the
+    note naming them gives; else the subject leaves' rejection reasons."""
+    key = "rejection_reason"
+    people = [fold(m) for m in analysis.mentions]
+    if not people:
+        return key_findings(leaves, subjects, key, known, names)
+    out: list[Finding] = []
+    for node in subjects[:MAX_SUBJECTS]:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        notes = [p for p in facts.passages if any(n and n in fold(p.text) for n in people)]
+        for p in notes:
+            reasons = [
+                v for (k, v), sources in facts.sources.items() if k == key and p.doc_id in sources
+            ]
+            reasons += [
+                v for v in known if v not in reasons and fold(v) and fold(v) in fold(p.text)
+            ]
+            for reason in dict.fromkeys(reasons):
+                out.append(
+                    Finding(node, names.get(node, node), reason, key, (p.doc_id,), p.text.strip())
+                )
+            if not reasons:
+                out.append(
+                    Finding(
+                        node,
+                        names.get(node, node),
+                        p.text.strip(),
+                        None,
+                        (p.doc_id,),
+                        p.text.strip(),
+                    )
+                )
+    return out

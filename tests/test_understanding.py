@@ -1,0 +1,139 @@
+"""Question understanding: what a question asks, read against its scope's own keys and values
+(pure functions, hand-written vocabularies; no model, no store)."""
+
+import pytest
+
+from hltm_resources.engines.base import ScopeVocabulary
+from hltm_resources.engines.understanding import analyze
+from hltm_resources.schema import DEFAULT_SCHEMA
+
+VOCAB = ScopeVocabulary(
+    {
+        "title": [
+            "Backend Engineer",
+            "Frontend Engineer",
+            "Machine Learning Engineer",
+            "Site Reliability Engineer",
+            "Data Engineer",
+            "Clinical Data Analyst",
+            "Product Manager",
+        ],
+        "seniority": ["Senior", "Mid-Senior level", "Junior", "Mid-level", "Lead", "Staff"],
+        "location": ["New York, New York", "Lisbon, Portugal", "Toronto, Canada", "Seattle"],
+        "workplace_type": ["remote", "hybrid", "on-site"],
+        "skill": ["Go", "gRPC", "Kubernetes", "Python", "SQL", "PostgreSQL", "GraphQL"],
+        "rejection_reason": ["no visa sponsorship available", "salary expectations too high"],
+        "hiring_manager": ["Zofia Eriksen"],
+    },
+    ("project_count",),
+)
+NAMES = {"seat:kaito": "Kaito Fischer", "seat:priya": "Priya Varga", "account:nw": "Northwind"}
+
+
+def read(question: str, scope: str = "seat:kaito"):
+    level = scope.split(":", 1)[0]
+    return analyze(question, VOCAB, DEFAULT_SCHEMA, level, NAMES, scope)
+
+
+def constraints(a) -> set[str]:
+    return {f"{m.key}: {m.value}" for m in a.constraints}
+
+
+@pytest.mark.parametrize(
+    "question,form,asked,wanted",
+    [
+        # One fact at a leaf: what is asked, nothing filtered.
+        ("Where is this role located?", "fact", "location", set()),
+        ("Where's this one based?", "fact", "location", set()),
+        ("What's the work arrangement on this search?", "fact", "workplace_type", set()),
+        ("Who's the hiring manager for this search?", "fact", "hiring_manager", set()),
+    ],
+)
+def test_a_one_fact_question_at_a_leaf_asks_for_its_attribute(question, form, asked, wanted):
+    a = read(question, "project:p3")
+    assert (a.form, a.asked_key, constraints(a)) == (form, asked, wanted)
+
+
+@pytest.mark.parametrize(
+    "question,wanted",
+    [
+        ("Which roles are senior?", {"seniority: Senior"}),
+        ("Which of Kaito's openings are senior-level?", {"seniority: Senior"}),
+        ("Which searches are for frontend engineers?", {"title: Frontend Engineer"}),
+        ("Which of my openings need SQL?", {"skill: SQL"}),
+        ("Which roles list SQL as a requirement?", {"skill: SQL"}),
+        (
+            "Which SRE searches are remote?",
+            {"title: Site Reliability Engineer", "workplace_type: remote"},
+        ),
+        (
+            "Show me the junior data engineering searches.",
+            {"seniority: Junior", "title: Data Engineer"},
+        ),
+    ],
+)
+def test_a_list_question_names_values_by_identity_not_by_likeness(question, wanted):
+    a = read(question)
+    assert a.form == "list" and a.level == "project"
+    # "senior" is Senior, not Mid-Senior level; "frontend" is Frontend, not Backend; SQL is
+    # not PostgreSQL; "SRE" and "data engineering" name their titles.
+    assert constraints(a) == wanted
+
+
+def test_a_question_for_recruiters_lists_the_level_above_the_leaves():
+    a = read("Which recruiters hire Frontend Engineers?", "account:nw")
+    assert (a.form, a.level, constraints(a)) == ("list", "seat", {"title: Frontend Engineer"})
+
+
+@pytest.mark.parametrize(
+    "question,wanted,words",
+    [
+        # A value that modifies another noun is not a constraint on the role.
+        ("Which candidate reached the onsite interview?", set(), ("on-site",)),
+        ("Who is the hiring lead on the Lisbon search?", {"location: Lisbon, Portugal"}, ()),
+        ("Which candidate had strong GraphQL depth?", set(), ("GraphQL",)),
+    ],
+)
+def test_a_value_in_another_role_is_no_constraint(question, wanted, words):
+    a = read(question)
+    assert constraints(a) == wanted
+    assert set(words) <= set(a.context_words)
+    assert a.form == "fact"
+
+
+def test_a_fact_no_key_holds_is_asked_by_its_words():
+    a = read("What's the code name of Kaito's Lisbon backend search?")
+    assert a.form == "fact" and a.asked_key is None and a.asked_phrase == "code name"
+    assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}
+
+
+def test_initials_and_other_inflections_name_a_value():
+    a = read("Who's the HM on the ML engineering search?")
+    assert a.asked_key == "hiring_manager" and a.answer_type == "person"
+    assert constraints(a) == {"title: Machine Learning Engineer"}
+
+
+def test_counts_distributions_and_why():
+    assert read("How many of Kaito's searches are hybrid?").form == "count"
+    how = read("How many recruiters have SRE searches?", "account:nw")
+    assert (how.form, how.level) == ("count", "seat")
+    spread = read("Where are the jobs usually located?")
+    assert (spread.form, spread.asked_key) == ("distribution", "location")
+    why = read("Why was Uma Byrne turned down?")
+    assert (why.form, why.mentions) == ("why", ("Uma Byrne",))
+
+
+def test_a_recruiter_named_narrows_the_answer_to_their_searches():
+    a = read("How many remote roles does Priya have?", "account:nw")
+    assert (a.form, a.within, constraints(a)) == ("count", "seat:priya", {"workplace_type: remote"})
+
+
+def test_a_reason_said_in_other_words_is_that_reason():
+    a = read("In how many searches was someone turned down because we couldn't sponsor a visa?")
+    assert constraints(a) == {"rejection_reason: no visa sponsorship available"}
+
+
+def test_options_of_one_key_are_what_is_asked():
+    a = read("Is this position hybrid, remote or on-site?", "project:p3")
+    assert a.asked_key == "workplace_type" and not a.constraints
+    assert set(a.options) == {"hybrid", "remote", "on-site"}
