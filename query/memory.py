@@ -859,12 +859,20 @@ class Memory:
             MicroQuery(MENTION_KEY, m) for m in analysis.mentions
         ]
         at_leaf = schema.is_leaf(scope.level)
+        either: list[list[MicroQuery]] = [wanted]
+        if analysis.form in ("list", "count") and analysis.options and analysis.asked_key:
+            # "Staff or Principal": the leaves holding either option, with the rest.
+            either = [[*wanted, MicroQuery(analysis.asked_key, o)] for o in analysis.options]
+            wanted = either[0]
         if wanted and not at_leaf:
-            query = ParsedQuery("retrieval", tuple(wanted))
             kept = set(pool)
-            matches = [
-                m for m in leaves.verify(query, schema, vocab.values, names) if m.node_id in kept
-            ]
+            found: dict[str, LeafMatch] = {}
+            for one in either:
+                query = ParsedQuery("retrieval", tuple(one))
+                for m in leaves.verify(query, schema, vocab.values, names):
+                    if m.node_id in kept:
+                        found.setdefault(m.node_id, m)
+            matches = [found[n] for n in sorted(found)]
         else:
             matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if wanted else []
         subjects = [m.node_id for m in matches] if wanted and not at_leaf else pool

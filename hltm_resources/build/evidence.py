@@ -25,7 +25,9 @@ PASSAGE_CHARS = 320
 #: How much of each neighbour a passage's context carries.
 NEIGHBOUR_CHARS = 300
 _DIGITS = re.compile(r"(\d+)")
-_KV = re.compile(r"^\s*[-*\u2022]?\s*[A-Za-z][A-Za-z0-9 _/().&'-]{0,40}\s*[:=]\s*\S")
+_KV = re.compile(
+    r"^\s*[-*\u2022]?\s*[A-Za-z][A-Za-z0-9 _/().&'-]{0,40}(?:\s*[:=]|\s+[\u2013\u2014])\s*\S"
+)
 
 
 def natural_key(doc_id: str) -> list:

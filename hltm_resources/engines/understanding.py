@@ -74,6 +74,8 @@ _LEADING = frozenset(
     "s is are was were do does did the this that these those its their our my "
     "his her a an of all".split()
 )
+#: Words that rank what follows ("the most common location"): not part of the noun.
+_RANKING = frozenset("most more common commonest frequent usual typical top main popular".split())
 #: Verbs a wh-question may go on with, which end the noun it asks for: regular past forms
 #: and participles, and the common irregular past forms.
 _VERBISH = re.compile(r"(ed|ing)$")
@@ -188,6 +190,7 @@ class QuestionWords:
     possessive: list[bool] = field(default_factory=list)  # written with "'s" ("Kaito's")
     first: list[bool] = field(default_factory=list)  # the first word of a sentence
     raw: list[str] = field(default_factory=list)  # as written
+    joined: list[bool] = field(default_factory=list)  # one word with the next ("on-site")
 
     @classmethod
     def of(cls, text: str) -> QuestionWords:
@@ -209,6 +212,7 @@ class QuestionWords:
                 out.possessive.append(possessive and k == len(pieces) - 1)
                 out.first.append(starts and k == 0)
                 out.raw.append(raw if len(pieces) == 1 else piece)
+                out.joined.append(k < len(pieces) - 1)
         return out
 
 
@@ -355,7 +359,7 @@ def _runs(q: QuestionWords, key: str, value: str, form: tuple[str, ...]) -> list
                 i, j = i + 1, j + 1
                 continue
             span = _initials_span(tokens[i], q.upper[i], form, j)
-            if span:
+            if span and _separate_words(value, j, span) and not _a_person(key, value):
                 how = "initials"
                 i, j = i + 1, j + span
                 continue
@@ -363,6 +367,18 @@ def _runs(q: QuestionWords, key: str, value: str, form: tuple[str, ...]) -> list
         if j == n and i > start and (len("".join(form)) > 3 or _written_as(q, start, value)):
             out.append(Mention(key, value, start, i, how))
     return out
+
+
+def _a_person(key: str, value: str) -> bool:
+    """A value naming a person ("ML" is no initials of Maya Lindqvist, a hiring manager)."""
+    return key in _PERSON_KEYS or (key not in KEY_ORDER and _looks_like_name(value))
+
+
+def _separate_words(value: str, j: int, k: int) -> bool:
+    """Whether the value's words ``j`` to ``j + k`` are written apart: "ML" stands for
+    "Machine Learning", not for the one word "Mid-level"."""
+    owner = [n for n, word in enumerate(value.split()) for _ in fold(word).split()]
+    return len(set(owner[j : j + k])) == k if j + k <= len(owner) else True
 
 
 def _written_as(q: QuestionWords, start: int, value: str) -> bool:
@@ -387,12 +403,15 @@ def _parts(
     backend search" where only "Backend Engineer" has "backend")."""
     out = []
     others = [fold(v).split() for v in vocabulary.values.get(key, ()) if v != value]
+    written = re.findall(r"[^\s,/()]+", value)
+    written = written if len(written) == len(words) else []
     for i in range(len(words)):
         for j in range(i + 1, len(words) + 1):
             part = words[i:j]
             if len(part) == len(words) or all(w in _GENERIC_TITLE_WORDS for w in part):
                 continue
-            if all(len(w) < 4 for w in part):
+            short = all(len(w) < 4 for w in part)
+            if short and not (written and all(_cased(w) for w in written[i:j])):
                 continue  # "it" of "Healthcare IT Specialist" is no name of it alone
             if any(_contains_stems(o, part) for o in others):
                 continue
@@ -400,8 +419,16 @@ def _parts(
                 Mention(key, value, m.start, m.end, "part")
                 for m in _runs(q, key, value, part)
                 if m.how != "initials"
+                or len(part) >= 2  # "ML" of Machine Learning Engineer
+                # "iOS", "QA": a short word counts written as the value writes it
+                and (not short or q.raw[m.start : m.end] == written[i:j])
             ]
     return out
+
+
+def _cased(word: str) -> bool:
+    """A word whose capitals are its own ("iOS", "QA", "UX"), not a sentence's."""
+    return len(word) >= 2 and any(c.isupper() for c in word[1:])
 
 
 def _contains_stems(words: Sequence[str], part: Sequence[str]) -> bool:
@@ -516,8 +543,8 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     i = 0
     while i < len(tokens):
         t = tokens[i]
-        if t in _LEADING:
-            i += 1
+        if t in _LEADING or t in _RANKING:
+            i += 1  # "the most frequent hiring manager": the hiring manager
         elif t in ("kind", "kinds", "type", "types", "sort", "sorts") and tokens[i + 1 : i + 2] == [
             "of"
         ]:
@@ -527,8 +554,8 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         else:
             break
     for j in range(i, min(len(tokens), i + 6)):
-        if tokens[j] in STOPWORDS and not (q.capital[j] or q.upper[j]):
-            break
+        if tokens[j] in STOPWORDS and not (q.capital[j] or q.upper[j] or q.joined[j]):
+            break  # "on" of "on-site" is no function word
         level = level_of_noun(tokens[j], schema)
         nxt = tokens[j + 1] if j + 1 < len(tokens) else ""
         # A singular level noun before another noun names that noun's kind ("the project
@@ -614,9 +641,19 @@ def analyze(
     by_key: dict[str, list[str]] = {}
     for c in constraints:
         by_key.setdefault(c.key, []).append(c.value or "")
+    # The key whose values stand on both sides of the "or" ("remote or office-based").
+    ors = [i for i, t in enumerate(q.tokens) if t in ("or", "versus", "vs")]
     listed = [
-        k for k, vs in by_key.items() if len(vs) >= 2 and re.search(r"\b(or|versus|vs)\b", low)
+        k
+        for k, vs in by_key.items()
+        if len(vs) >= 2
+        and any(
+            any(m.key == k and m.end <= i for m in mentions)
+            and any(m.key == k and m.start > i for m in mentions)
+            for i in ors
+        )
     ]
+    listed.sort(key=lambda k: min(abs(m.start - i) for m in mentions if m.key == k for i in ors))
     asked_key = attribute
     if listed:
         asked_key = asked_key or listed[0]
@@ -642,7 +679,20 @@ def analyze(
             names_left.remove(name)
             constraints.append(MicroQuery(key, name))
     about_one = bool(constraints or names_left or within)
-    if options and not at_leaf:
+    if options and not at_leaf and wh == "how many" and noun_level:
+        # "How many searches are Staff or Principal level?": the leaves holding either.
+        return Analysis(
+            form="count",
+            asked_key=asked_key,
+            answer_type="number",
+            level=noun_level,
+            constraints=tuple(constraints),
+            mentions=tuple(names_left),
+            within=within,
+            context_words=tuple(context),
+            options=options,
+        )
+    if options and not at_leaf and not about_one:
         # "How many roles are remote versus in the office?": how the scope splits over them.
         return Analysis(
             form="distribution",
@@ -670,7 +720,9 @@ def analyze(
             form, level, answer_type, asked_key = "list", leaf, "nodes", None
     elif DISTRIBUTION_WORDS.search(question) and not at_leaf:
         form = "distribution"
-        if noun_level == leaf and role_noun:
+        if wh == "where":
+            asked_key = "location"  # "Where are most of her roles based?"
+        elif noun_level == leaf and role_noun:
             asked_key = asked_key or "title"
     elif noun_level and not at_leaf and noun_level != scope_level:
         if noun_level == leaf and role_noun and not constraints and not within:
@@ -718,7 +770,14 @@ def analyze(
         constraints = [c for c in constraints if c not in loose]
         context += [c.value or "" for c in loose]
     asked_by = "words" if worded and asked_key in worded else ""
-    if form == "distribution" and asked_key and wh != "why" and asked_key != "rejection_reason":
+    named_outright = attribute is not None or wh == "where"  # "which hiring manager ..."
+    if (
+        form == "distribution"
+        and asked_key
+        and wh != "why"
+        and asked_key != "rejection_reason"
+        and not named_outright
+    ):
         # Over a whole scope the words are a hint; the question's meaning decides
         # (Memory._asked_by_meaning): "what do these searches mostly need?" is about skills.
         asked_by, worded = "words", list(dict.fromkeys([asked_key, *worded]))

@@ -83,7 +83,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
-    "hiring_manager": "hiring_manager manager hm".split(),
+    "hiring_manager": "hiring_manager manager hm reports_to".split(),
     "headcount": "headcount openings number_of_openings positions_open num_openings".split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
@@ -108,6 +108,7 @@ SENIORITY_WORDS = {
     "junior": "Junior",
     "mid level": "Mid-level",
     "mid-level": "Mid-level",
+    "mid": "Mid-level",
     "senior": "Senior",
     "staff": "Staff",
     "principal": "Principal",
@@ -222,10 +223,16 @@ def same_value_key(key: str, value: str) -> str:
     """What two values of ``key`` share when they are the same value: the folded value,
     and for a place its name before the first comma ("New York" is "New York, New York",
     "Lisbon" is "Lisbon, Portugal"). Nothing looser: Junior is not Senior, "Mid-Senior
-    level" is not "Senior", Backend Engineer is not Frontend Engineer."""
+    level" is not "Senior", Backend Engineer is not Frontend Engineer. A qualifier in
+    parentheses is not part of the value ("Backend Engineer (Go)", "Berlin (Kreuzberg)")."""
+    value = _QUALIFIER.sub(" ", value)  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
         return fold(value.split(",")[0])
     return fold(value)
+
+
+#: A parenthesized qualifier of a value ("Berlin (Kreuzberg)").
+_QUALIFIER = re.compile(r"\s*\([^()]*\)")
 
 
 def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:

@@ -35,7 +35,10 @@ def answer_analyzed(context: RetrievedContext, schema: TreeSchema) -> Answer | N
 
 
 def _what(analysis: Analysis) -> str:
-    return join_human(f"{humanize_key(m.key)} {m.value}" for m in analysis.constraints)
+    parts = [f"{humanize_key(m.key)} {m.value}" for m in analysis.constraints]
+    if analysis.options and analysis.asked_key:
+        parts.append(f"{humanize_key(analysis.asked_key)} {' or '.join(analysis.options)}")
+    return join_human(parts)
 
 
 def _asked(analysis: Analysis) -> str:

@@ -250,6 +250,8 @@ def _prose_facets(text: str) -> list[tuple[str, str]]:
             out.append(("location", loc))
             break
     for m in _WORKPLACE_IN_PROSE.finditer(text):
+        if _interview_stage(text, m):
+            continue  # "moves on to the onsite next week": a step of the interviews
         if not negated_in_text(text, m.start(1), m.end(1)):
             out.append(("workplace_type", m.group(1)))  # "not remote" states no workplace
             break
@@ -270,6 +272,22 @@ def _prose_facets(text: str) -> list[tuple[str, str]]:
             if part[:1].isalpha() and fold(part) not in {"a", "the", "experience"}:
                 out.append(("skill", part))
     return out
+
+
+_STAGE_AFTER = re.compile(r"\s*(?:interviews?|rounds?|loops?|stages?|visits?|debriefs?)\b", re.I)
+_NOUN_BEFORE = re.compile(r"\b(?:the|an|after|before|at|for|during)\s*$", re.I)
+_ROLE_AFTER = re.compile(r"\s*(?:roles?|positions?|jobs?|work|setup|basis|presence)\b", re.I)
+
+
+def _interview_stage(text: str, m: re.Match) -> bool:
+    """An "onsite" that is a step of the interviews, not how the role works: followed by
+    "interview" or "round", or used as a noun ("the onsite", "after the onsite")."""
+    if not fold(m.group(1)).replace(" ", "").replace("-", "").startswith("onsite"):
+        return False
+    after = text[m.end(1) :]
+    if _STAGE_AFTER.match(after):
+        return True
+    return bool(_NOUN_BEFORE.search(text[: m.start(1)])) and not _ROLE_AFTER.match(after)
 
 
 def document_facets(doc: Document) -> list[RawFacet]:

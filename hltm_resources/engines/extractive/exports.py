@@ -65,9 +65,13 @@ TITLE_HEADS = frozenset(
     "consultant administrator director researcher representative accountant coordinator "
     "officer writer strategist technician marketer executive associate advisor lead sre nurse "
     "teacher physician therapist pharmacist programmer editor assistant supervisor "
-    "operator clerk agent counsel attorney lawyer buyer planner liaison partner head".split()
+    "operator clerk agent counsel attorney lawyer buyer planner liaison partner head "
+    "scientist specialist economist chemist physicist dentist journalist artist linguist "
+    "statistician illustrator".split()
 )
-_OCCUPATION_SUFFIX = re.compile(r"(?:ician|ist|ologist)$")
+#: An occupation by its suffix ("Dietician", "Radiologist"); "-ist" alone is too common in
+#: surnames ("Lindqvist"), its occupations are listed above.
+_OCCUPATION_SUFFIX = re.compile(r"(?:ician|ologist)$")
 #: Marks a value that was one item of a JSON array: it is never split again.
 ITEM = "\x00"
 
@@ -108,7 +112,11 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
     return _typed(fields), structured
 
 
-KV_LINE = re.compile(r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
+#: A "Key: value" line ("Key = value", and "Key — value" with a spaced dash).
+KV_LINE = re.compile(
+    r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)"
+    r"(?:\s*[:=]|\s+[\u2013\u2014])\s*(.+?)\s*$"
+)
 
 
 #: Words that make a line's lead a clause ("This one is remote-friendly: ..."), not a label.
@@ -206,6 +214,8 @@ def _place(obj: dict, path: tuple[str, ...]) -> tuple[str | None, set[str]]:
             role, words = "country", words[:-1]
         if role is None and len(words) == 1 and words[0] in GENERIC_PARTS:
             role = "name"
+        if role is None and len(words) == 1 and field_key((str(key),)) == "location":
+            role = "name"  # {"site": "Berlin", "countryCode": "DE"}: the site is the place
         if role:
             groups["_".join(words[:-1])].setdefault(role, (str(key), str(value).strip()))
     in_place = bool(path) and field_key(path) == "location"
@@ -266,7 +276,7 @@ def seniority_of(value: str) -> str | None:
 
 def is_title(value: str) -> bool:
     """A value that names an occupation: a few words, the last one a word for a job
-    (:data:`TITLE_HEADS`, or an occupation's suffix: "-ician", "-ist"), and not itself the
+    (:data:`TITLE_HEADS`, or an occupation's suffix: "-ician", "-ologist"), and not itself the
     name of an attribute (a hiring team's "capacity: Hiring Manager" is a part one plays)."""
     words = fold(value).split()
     if not words or len(words) > 6 or "_".join(words) in KEY_ALIASES:
