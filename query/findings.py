@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from hltm_resources.engines.base import Analysis, Finding
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import stem
-from hltm_resources.engines.vocabulary import KEY_ALIASES, same_value_key
+from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, same_value_key
 from hltm_resources.text import STOPWORDS, fold
 from query.verification import (
     KnownValues,
@@ -80,7 +80,17 @@ def labelled(text: str, labels: frozenset[str] = frozenset()) -> list[tuple[str,
 
 
 #: A person's name as documents write one: two or three capitalized words.
-_PERSON = re.compile(r"\b([A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+){1,2})\b")
+_UPPER, _LOWER = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"
+_PERSON = re.compile(rf"\b([{_UPPER}][{_LOWER}'\-]+(?:\s+[{_UPPER}][{_LOWER}'\-]+){{1,2}})\b")
+#: A date as notes write one: "2026-05-01", "1 May 2026", "May 1", "29 Jan".
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(
+    rf"\b(\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+{_MONTH}(?:\s+\d{{4}})?|{_MONTH}\s+\d{{1,2}}"
+    rf"(?:,?\s+\d{{4}})?|(?:early|mid|late)[- ]{_MONTH}|q[1-4](?:\s+\d{{4}})?)\b",
+    re.I,
+)
+#: A name written in capitals inside a sentence ("Project Kestrel", "Albatross").
+_PROPER = re.compile(rf"\b([{_UPPER}][\w'\-]*(?:\s+[{_UPPER}][\w'\-]*){{0,2}})")
 _NUMBER_WORDS = {
     "one": 1,
     "two": 2,
@@ -121,6 +131,46 @@ def key_findings(
                 sources = (doc,) if doc else ()
             quote = _quote(facts.passages, sources, value)
             out.append(Finding(node, names.get(node, node), value, key, sources, quote))
+    return out
+
+
+#: How the parts of an attribute held as an object are ordered in an answer.
+_PART_ORDER = ("min", "from", "low", "max", "to", "high")
+
+
+def part_findings(
+    leaves: ScopeLeaves, subjects: Sequence[str], key: str, names: Mapping[str, str]
+) -> list[Finding]:
+    """The attribute ``key`` where a leaf's export holds it as a range of parts
+    (``salary.min``, ``salary.max``, ``salary.currency``: facets ``salary_min`` ...): its
+    parts' values together, bounds first, with their documents."""
+    prefixes = tuple(f"{a}_" for a in (key, *ALIASES.get(key, ())))
+    out = []
+    for node in subjects[:MAX_SUBJECTS]:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        parts = sorted(
+            (k for k in facts.values if k.startswith(prefixes)),
+            key=lambda k: (
+                _PART_ORDER.index(k.rsplit("_", 1)[1])
+                if k.rsplit("_", 1)[1] in _PART_ORDER
+                else len(_PART_ORDER),
+                k,
+            ),
+        )
+        if not parts:
+            continue
+        bounds = [v for k in parts if k.rsplit("_", 1)[1] in _PART_ORDER for v in facts.values[k]]
+        rest = [v for k in parts if k.rsplit("_", 1)[1] not in _PART_ORDER for v in facts.values[k]]
+        if not bounds:
+            continue  # parts that are no range ("requirements.optional") are other keys
+        value = " ".join([" - ".join(bounds), *rest]).strip()
+        sources = tuple(
+            dict.fromkeys(d for (k, _), docs in facts.sources.items() if k in parts for d in docs)
+        )
+        quote = "; ".join(f"{k}: {', '.join(facts.values[k])}" for k in parts)
+        out.append(Finding(node, names.get(node, node), value, key, sources, quote))
     return out
 
 
@@ -200,6 +250,7 @@ def evidence_findings(
     phrase = [w for w in fold(analysis.asked_phrase).split() if w not in STOPWORDS]
     wanted = _phrase_forms(phrase)
     cues = [fold(c) for c in (*analysis.mentions, *analysis.context_words) if c]
+    required = list(cues)  # a candidate, "GraphQL": the passage must name it
     if len(subjects) == 1:  # at a leaf, what the question names is said in its passages
         cues += [fold(c.value or "") for c in analysis.constraints]
     content = {
@@ -207,13 +258,22 @@ def evidence_findings(
         for w in fold(question).split()
         if w not in STOPWORDS and len(w) > 2 and w not in phrase
     }
+    # The question's words that say what is asked, not which leaf ("accepted the offer").
+    named = {stem(w) for c in analysis.constraints for w in fold(c.value or "").split()}
+    named |= {stem(w) for m in analysis.mentions for w in fold(m).split()}
+    own = content - named
     scored: list[tuple[float, str, Passage]] = []
     for node in subjects:
         facts = leaves.facts.get(node)
         if facts is None:
             continue
+        naming = {
+            p.doc_id
+            for p in facts.passages
+            if any(c and f" {c} " in _read(p).folded for c in required)
+        }
         for p in facts.passages:
-            if cues and not any(c and f" {c} " in _read(p).folded for c in cues):
+            if required and p.doc_id not in naming:
                 continue  # what the question names (a candidate, "GraphQL") must be there
             score = _passage_score(p, wanted, cues, content)
             if score > 0:
@@ -224,7 +284,7 @@ def evidence_findings(
     for tried, (score, node, p) in enumerate(scored):
         if (out and score < scored[0][0]) or tried >= MAX_READ:
             break  # only the passages that answer best (several notes may tie)
-        value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels)
+        value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels, own)
         if not value or (node, fold(value)) in seen:
             continue
         seen.add((node, fold(value)))
@@ -242,13 +302,16 @@ def evidence_findings(
 
 def _phrase_forms(words: list[str]) -> list[list[str]]:
     """What a passage may call the asked thing: its words, their run-together form
-    ("codename"), and the names the alias table gives the key it names ("HM" -> "hiring
+    ("codename"), its head without the words before it ("code name" of "internal code
+    name"), and the names the alias table gives the key it names ("HM" -> "hiring
     manager")."""
     if not words:
         return []
     forms = [words]
     if len(words) > 1:
         forms.append(["".join(words)])
+    for i in range(1, len(words) - 1):
+        forms += [words[i:], ["".join(words[i:])]]
     key = KEY_ALIASES.get("_".join(words))
     if key is not None:
         forms += [a.split("_") for a, k in KEY_ALIASES.items() if k == key and a != "_".join(words)]
@@ -317,6 +380,7 @@ def _answer_in(
     cues: list[str],
     known_values: set[str],
     labels: frozenset[str],
+    content: set[str] = frozenset(),
 ) -> tuple[str, str]:
     """The words of passage ``p`` that answer, and the unit they are quoted from:
 
@@ -339,11 +403,18 @@ def _answer_in(
                 return person[0], f"{label}: {value}"
         elif value:
             return value, f"{label}: {value}"
+    if analysis.answer_type == "date":
+        for label, value in units:  # "target_start: 2026-05-01" for "when ... start?"
+            if content & {stem(w) for w in _split_tokens(label)} and (m := _DATE.search(value)):
+                return m.group(1), f"{label}: {value}"
     for sentence in sentences_of(text):
         tokens = _split_tokens(sentence)
         names_it = any(_has_run(tokens, form) for form in wanted)
         cued = any(c and c in fold(sentence) for c in cues)
-        if not (names_it or cued):
+        # The question's own words ("who accepted the offer?", "when ... start?"): a
+        # sentence stating one of them may answer a person, a number or a date.
+        worded = analysis.answer_type != "value" and bool(content & {stem(t) for t in tokens})
+        if not (names_it or cued or worded):
             continue
         if analysis.answer_type == "person":
             people = [n for n in _people(sentence, known_values) if fold(n) not in cues]
@@ -354,8 +425,12 @@ def _answer_in(
             if m:
                 word = m.group(1).lower()
                 return str(_NUMBER_WORDS.get(word, word)), sentence
+        elif analysis.answer_type == "date":
+            m = _DATE.search(sentence)
+            if m and (names_it or content & {stem(t) for t in tokens}):
+                return m.group(1), sentence
         elif names_it:
-            after = _after_phrase(sentence, wanted)
+            after = _after_phrase(sentence, wanted) or _named_beside(sentence, wanted, known_values)
             if after:
                 return after, sentence
     if analysis.answer_type == "person" and any(c and c in fold(text) for c in cues):
@@ -368,7 +443,7 @@ def _answer_in(
         people = [n for n in _people(text, known_values) if fold(n) not in cues]
         if people:
             return people[0], _unit_naming(text, [fold(people[0])]) or text
-    if analysis.mentions:
+    if analysis.mentions and analysis.answer_type in ("value", "quote"):
         unit = _unit_naming(text, [fold(m) for m in analysis.mentions])
         if unit:
             return unit, unit  # what the passage says about the one the question names
@@ -407,12 +482,32 @@ def _unit_naming(text: str, cues: list[str]) -> str:
 
 
 def _after_phrase(sentence: str, wanted: list[list[str]]) -> str:
-    """The words after "<phrase> is/was/:" in a sentence ("The code name is x")."""
+    """The words after "<phrase> is/was/:" in a sentence ("The code name is x"), or right
+    after the phrase when they are a name or an amount ("Code name Albatross - ...", "Salary
+    band €85k–€100k"), to the end of the clause."""
     for form in wanted:
-        pattern = r"\b" + r"\W+".join(re.escape(w) for w in form) + r"\w*\s*(?:is|was|:)\s+(.+)"
-        m = re.search(pattern, sentence, re.I)
+        words = r"\b" + r"\W+".join(re.escape(w) for w in form) + r"\w*"
+        m = re.search(words + r"\s*(?:is|was|:)\s+(.+)", sentence, re.I)
         if m:
             return _clean(m.group(1))
+        m = re.search(f"(?i:{words})" + r"\s+([A-Z0-9$€£¥][^;,(]*?)(?:\s+-\s|[;,(]|$)", sentence)
+        if m:
+            return _clean(m.group(1))
+    return ""
+
+
+def _named_beside(sentence: str, wanted: list[list[str]], known_values: set[str]) -> str:
+    """A name written in capitals in the sentence that names what is asked, not at its
+    start and no value the scope knows ("Internally this is Project Kestrel - please keep
+    the code name out of the ad")."""
+    asked = {w for form in wanted for w in form}
+    for m in _PROPER.finditer(sentence):
+        if m.start() == 0 or not sentence[: m.start()].strip():
+            continue
+        name = m.group(1)
+        if fold(name) in known_values or set(fold(name).split()) <= asked:
+            continue
+        return name
     return ""
 
 

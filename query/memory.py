@@ -31,7 +31,7 @@ from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
 from hltm_resources.engines.understanding import analyze
-from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS
+from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS, NUMBER_DESCRIPTIONS
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
 from hltm_resources.stores import database
 from hltm_resources.stores.database import StoreBusyError
@@ -43,7 +43,13 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
-from query.findings import evidence_findings, key_findings, mentioned_values, why_findings
+from query.findings import (
+    evidence_findings,
+    key_findings,
+    mentioned_values,
+    part_findings,
+    why_findings,
+)
 from query.retrieval import Retriever, ViewRows
 from query.scope import Scope, check_open, resolve_scope, validate_scope
 from query.verification import (
@@ -655,6 +661,17 @@ class Memory:
         fit (``PHRASE_MEANING_COSINE``) and keeps its words for the evidence. A distribution
         question naming a value of the very key it asks about ("Do these jobs mostly let
         people work from home?") is that key's distribution."""
+        if analysis.form == "fact" and analysis.answer_type == "number" and not analysis.asked_key:
+            # "How many people are we hiring?": the key holding that number, by meaning.
+            numbered = {
+                k: NUMBER_DESCRIPTIONS[k] for k in NUMBER_DESCRIPTIONS if vocab.values.get(k)
+            }
+            vectors = self._meanings([t for texts in numbered.values() for t in texts])
+            scores = {k: max(float(vectors[t] @ qvec) for t in ts) for k, ts in numbered.items()}
+            best = max(scores, key=lambda k: scores[k]) if scores else None
+            if best is not None and scores[best] >= KEY_MEANING_COSINE:
+                return replace(analysis, asked_key=best, asked_by="meaning")
+            return analysis
         if analysis.form not in ("fact", "distribution") or analysis.answer_type != "value":
             return analysis
         if analysis.asked_key and analysis.asked_by != "words":
@@ -897,12 +914,18 @@ class Memory:
             known = vocab.values.get("rejection_reason", [])
             out.findings = why_findings(leaves, subjects, analysis, known, names)
         elif analysis.form == "fact":
-            if key and key in vocab.values:
+            if key:
+                # An export object holding the attribute in parts ("salary": min, max, ...).
+                out.findings = part_findings(leaves, subjects, key, names)
+            if key and key in vocab.values and not out.findings:
                 out.findings = key_findings(leaves, subjects, key, vocab.values[key], names)
                 if not out.findings and len(subjects) == 1 and one_valued(key):
                     out.mentioned = mentioned_values(
                         leaves, subjects[0], key, vocab.values[key], names
                     )
+            if not out.findings and not out.mentioned and key and not analysis.asked_phrase:
+                # No facet holds it here: the passages may say it in the key's own words.
+                analysis = replace(analysis, asked_phrase=humanize_key(key).lower())
             if not out.findings and (analysis.asked_phrase or analysis.answer_type != "value"):
                 known = {fold(v) for values in vocab.values.values() for v in values}
                 out.findings = evidence_findings(leaves, subjects, analysis, question, names, known)

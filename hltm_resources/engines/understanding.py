@@ -68,6 +68,14 @@ _WH = re.compile(
     r"(how many|how much|what|which|who|whom|whose|where|when|why|list|show|find)\b(.*)$",
     re.I | re.S,
 )
+#: "Is there a code name for ...?", "Do we have a hiring manager on ...?": what is there.
+_THERE = re.compile(
+    r"^\W*(is there|are there|do we have|do you have|does (?:it|this \w+) have)\b(.*)$",
+    re.I | re.S,
+)
+_WH_WORDS = frozenset(
+    "how many|how much|what|which|who|whom|whose|where|when|why|list|show|find".split("|")
+)
 _YES_NO = re.compile(r"^\W*(is|are|was|were|does|do|did|has|have|can|will|could|any)\b", re.I)
 _ANY = re.compile(r"\b(any|are there|is there|do i have|do we have)\b", re.I)
 _LEADING = frozenset(
@@ -509,6 +517,14 @@ def attribute_key(words: Sequence[str], vocabulary: ScopeVocabulary | None = Non
     end ("job title", "interview round" -> stage, "HM" -> hiring_manager), or a key of the
     scope whose label it is."""
     words = [w for w in words if w]
+    runs = [
+        (j - i, KEY_ALIASES["_".join(words[i:j])])
+        for i in range(len(words))
+        for j in range(i + 2, len(words) + 1)
+        if "_".join(words[i:j]) in KEY_ALIASES
+    ]
+    if runs:
+        return max(runs)[1]  # "nice to have skill" is a nice-to-have, not a skill
     for i in range(len(words)):
         name = "_".join(words[i:])
         for n in (name, "_".join(words[i:-1] + [_singular(words[-1])])):
@@ -534,10 +550,12 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     of ("What Backend Engineer roles ...", "How many senior-level openings ..."); otherwise
     the noun is up to three words before the next function word, verb or name ("What's the
     code name of ...?" -> "code name")."""
-    m = _WH.search(question)
+    m = _WH.search(question) or _THERE.match(question)
     if not m:
         return "", [], None
     wh = m.group(1).lower()
+    if wh not in _WH_WORDS:
+        wh = "what"  # "Is there an internal code name ...?" asks what it is
     q = QuestionWords.of(m.group(2))
     tokens = q.tokens
     i = 0
@@ -565,12 +583,16 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         if level is not None and not (modifies and level_of_noun(nxt, schema) is None):
             return wh, [tokens[j]], level  # not "project code": a project's code
     words: list[str] = []
+    pieces = 0  # words of hyphenated compounds ("nice-to-have") count as one
     for j in range(i, len(tokens)):
         w = tokens[j]
+        compound = q.joined[j] or (j > 0 and q.joined[j - 1])
         verb = (words and _VERBISH.search(w) and len(w) > 4) or w in _IRREGULAR_PAST
         name = words and q.capital[j] and not q.upper[j]
-        if w in STOPWORDS or w == "s" or verb or name or len(words) == 3:
+        stop = (w in STOPWORDS or w == "s") and not compound
+        if stop or verb or name or len(words) - pieces == 3:
             break
+        pieces += bool(q.joined[j])
         words.append(w)
     return wh, words, None
 

@@ -77,14 +77,18 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "experience_required"
     ).split(),
     "salary_range": (
-        "salary salary_range compensation pay_range base_salary comp comp_range"
+        "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
+        "pay_band"
     ).split(),
     "visa_sponsorship": "visa visa_sponsorship sponsorship".split(),
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
     "hiring_manager": "hiring_manager manager hm reports_to".split(),
-    "headcount": "headcount openings number_of_openings positions_open num_openings".split(),
+    "headcount": (
+        "headcount openings number_of_openings positions_open num_openings number_of_hires "
+        "vacancies"
+    ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
     "stage": "stage interview_stage round".split(),
@@ -155,6 +159,15 @@ def workplace_of(text: str) -> str | None:
         return "on-site"
     return None
 
+
+#: What a number a question asks for may count, for the keys that hold numbers.
+NUMBER_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
+    "headcount": (
+        "how many people are being hired for the role",
+        "the number of openings or hires",
+    ),
+    "experience_years": ("how many years of experience candidates need",),
+}
 
 #: What each canonical key is about, in a few sentences as people ask about it: a question
 #: that names none of a key's words is matched to the key by meaning ("what are the top
