@@ -232,6 +232,8 @@ def _unit_around(text: str, value: str) -> str:
 
 #: At most this many answers from the evidence (the best passages, tied).
 MAX_FINDINGS = 5
+#: A passage up to this long is quoted whole when the question asks what it says.
+QUOTE_CHARS = 400
 #: Passages read for an answer, best scored first.
 MAX_READ = 40
 
@@ -392,7 +394,8 @@ def _answer_in(
     text = p.text
     units = labelled(text, labels)
     if analysis.answer_type == "quote":
-        unit = _unit_naming(text, cues)
+        # "What happened with X?": the note on X, whole when it is short.
+        unit = text.strip() if len(text) <= QUOTE_CHARS else _unit_naming(text, cues)
         return unit, unit
     best = _best_label(units, wanted)
     if best is not None:
@@ -553,7 +556,9 @@ def why_findings(
                 v for (k, v), sources in facts.sources.items() if k == key and p.doc_id in sources
             ]
             reasons += [
-                v for v in known if v not in reasons and fold(v) and fold(v) in fold(p.text)
+                v
+                for v in known
+                if v not in reasons and fold(v) and f" {fold(v)} " in f" {fold(p.text)} "
             ]
             for reason in dict.fromkeys(reasons):
                 out.append(

@@ -31,7 +31,11 @@ from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
 from hltm_resources.engines.understanding import analyze
-from hltm_resources.engines.vocabulary import KEY_DESCRIPTIONS, NUMBER_DESCRIPTIONS
+from hltm_resources.engines.vocabulary import (
+    KEY_DESCRIPTIONS,
+    NUMBER_DESCRIPTIONS,
+    same_value_key,
+)
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
 from hltm_resources.stores import database
 from hltm_resources.stores.database import StoreBusyError
@@ -226,6 +230,42 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
         "summaries": [item(i) for i in ctx.summaries],
         "evidence": [item(i) for i in ctx.evidence],
     }
+
+
+def _one_identity(key: str, values: list[str]) -> list[str]:
+    """``values`` with those that are the same value as an earlier one left out ("Berlin
+    HQ" and "Berlin, DE" after "Berlin, Germany"; ``same_value_key``), so a count over leaves
+    counts one place once. Two places of one name in different regions stay apart
+    ("Portland, Oregon", "Portland, Maine"); a region written as a code does not."""
+    groups: list[list[str]] = []
+    by_identity: dict[str, list[list[str]]] = {}
+    for v in values:
+        same = same_value_key(key, v)
+        group = next(
+            (g for g in by_identity.get(same, ()) if all(_same_place(key, v, w) for w in g)),
+            None,
+        )
+        if group is None:
+            group = []
+            groups.append(group)
+            by_identity.setdefault(same, []).append(group)
+        group.append(v)
+
+    # Each value by its plainest full spelling: "Berlin, Germany", not "Berlin (Kreuzberg)"
+    # or "Berlin HQ" or "Berlin, DE"; then the most supported (first).
+    def plain(v: str) -> tuple[bool, bool, bool]:
+        head = fold(v.split(",")[0])
+        rest = v.split(",", 1)[1].strip() if "," in v else ""
+        return ("(" in v or head != same_value_key(key, v), not rest, len(rest) <= 3)
+
+    return [min(g, key=plain) for g in groups]
+
+
+def _same_place(key: str, a: str, b: str) -> bool:
+    if key != "location":
+        return True
+    rest = [fold(x.split(",", 1)[1]) if "," in x else "" for x in (a, b)]
+    return not rest[0] or not rest[1] or rest[0] == rest[1] or min(map(len, rest)) <= 3
 
 
 class Memory:
@@ -437,7 +477,7 @@ class Memory:
                     seen.add(fold(v))
                     fresh.append(v)
             have += self._value_sets.new_values(key, have, fresh)
-        values = {k: self._value_sets.one_spelling(v) for k, v in values.items()}
+        values = {k: _one_identity(k, self._value_sets.one_spelling(v)) for k, v in values.items()}
         vocab = ScopeVocabulary(values, (self.settings.schema.leaf_count_key,), aliases)
         if len(self._vocab) > 256:
             self._vocab.clear()

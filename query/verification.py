@@ -39,6 +39,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
+    YES_NO_KEYS,
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
@@ -318,6 +319,11 @@ def distribution(
     return ScopeLeaves.of(leaves).distribution(pool, key, known)
 
 
+#: Keys whose values exclude each other for one leaf: a skill a leaf's facets give as nice
+#: to have is not one its documents can make required, and the other way round.
+_COUNTERPART = {"skill": "preferred_skill", "preferred_skill": "skill"}
+
+
 class ScopeLeaves:
     """What verification knows of every leaf of one scope, indexed once per scope and table
     versions, so that a question reads only what it can concern: the leaves holding each
@@ -402,8 +408,15 @@ class ScopeLeaves:
                     kept.append(n)
                     continue
                 facts = self.facts[n]
+                if m.key in YES_NO_KEYS:
+                    continue  # "yes" in a passage says nothing of a visa: facets decide
                 if (facts.values.get(m.key) and one_valued(m.key)) or not may_state(facts):
                     continue  # its facets state another value of a one-value key; or no words
+                other = _COUNTERPART.get(m.key)
+                if other and any(
+                    same_value_key(other, v) == same for v in facts.values.get(other, ())
+                ):
+                    continue  # its facets say Go is nice to have: a mention does not require it
                 if rivals is None:
                     rivals = KnownValues(vocabulary.get(m.key, [])).not_stating(m.value)
                 source = evidence_source(facts.passages, m.key, m.value, rivals)

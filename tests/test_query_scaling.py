@@ -148,6 +148,12 @@ def reference_verify(parsed, schema, leaves, vocabulary):
                 continue
             if have and one_valued(m.key):
                 break
+            other = {"skill": "preferred_skill", "preferred_skill": "skill"}.get(m.key)
+            if other and any(
+                same_value_key(other, v) == same_value_key(m.key, m.value)
+                for v in facts.values.get(other, [])
+            ):
+                break
             rivals = [v for v in vocabulary.get(m.key, []) if fold(v) != fold(m.value)]
             rivals = [r for r in rivals if not facet_states(r, m.value)]
             source = evidence_source(facts.passages, m.key, m.value, rivals)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from hltm_resources.engines.vocabulary import (
+    CANDIDATE_KEYS,
     KEY_ORDER,
     MULTI_KEYS,
     SENIORITY_WORDS,
@@ -85,7 +86,14 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
     for group in _overlap_groups(rest, values):
         head = min(group, key=lambda k: (-len(values[k]), k))
         out.update({k: head for k in group if k != head})
+    for key, target in out.items():
+        if target == "skill" and set(key.split("_")) & _NICE_WORDS:
+            out[key] = "preferred_skill"  # "skills_desirable": skills, nice to have
     return out
+
+
+#: Words of a key's name that make a list of skills the nice-to-have ones.
+_NICE_WORDS = frozenset("nice desirable optional preferred plus pluses bonus extra".split())
 
 
 def _best_overlap(mine: Sequence[str], candidates: dict[str, ValueIndex]) -> str | None:
@@ -146,7 +154,7 @@ def _overlap_groups(keys: Sequence[str], values: dict[str, list[str]]) -> list[l
 def list_items(key: str, value: str) -> list[str]:
     """The items of a value written as a list, for a key known to hold several values
     ("Go, AWS and Terraform" as a ``skill``); the value itself otherwise."""
-    if key in MULTI_KEYS:
+    if key in MULTI_KEYS and key not in CANDIDATE_KEYS:  # a reason is a sentence, not a list
         items = split_list(value)
         if len(items) >= 2:
             return items

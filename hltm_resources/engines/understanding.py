@@ -30,6 +30,7 @@ from functools import lru_cache
 import Stemmer
 
 from hltm_resources.engines.base import Analysis, MicroQuery, ParsedQuery, ScopeVocabulary
+from hltm_resources.engines.negation import negated_in_text
 from hltm_resources.engines.vocabulary import (
     CANDIDATE_KEYS,
     KEY_ALIASES,
@@ -212,11 +213,13 @@ class QuestionWords:
             possessive = bool(re.search(r"['\u2019]s$", raw))
             raw = re.sub(r"['\u2019]s$", "", raw)
             pieces = fold(raw).split()
+            written = [w for w in re.split(r"[^A-Za-z0-9+#&']+", raw) if w]
+            written = written if len(written) == len(pieces) else [raw] * len(pieces)
             for k, piece in enumerate(pieces):
                 out.tokens.append(piece)
                 letters = re.sub(r"[^A-Za-z]", "", raw)
                 out.upper.append(len(letters) >= 2 and letters.isupper())
-                out.capital.append(raw[:1].isupper())
+                out.capital.append(written[k][:1].isupper())  # "level" of "Senior-level": no
                 out.possessive.append(possessive and k == len(pieces) - 1)
                 out.first.append(starts and k == 0)
                 out.raw.append(raw if len(pieces) == 1 else piece)
@@ -320,7 +323,16 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         if (key in CANDIDATE_KEYS or key not in KEY_ORDER) and sum(
             w not in STOPWORDS for w in words
         ) >= 3:
-            out += _paraphrased(key, value, tokens, stems)  # reasons, not categories
+            out += [
+                m
+                for m in _paraphrased(key, value, tokens, stems)  # reasons, not categories
+                # A person's name is named by itself, not paraphrased ("Tiago Ferreira").
+                if not all(
+                    q.capital[i]
+                    for i in range(m.start, m.end)
+                    if stems[i] in {stem(w) for w in fold(value).split()}
+                )
+            ]
     # A workplace stated in other words ("in the office", "from home").
     known = set(vocabulary.values.get("workplace_type", ()))
     for words, value in WORKPLACE_WORDS.items():
@@ -455,15 +467,26 @@ _GENERIC_TITLE_WORDS = frozenset(
 _KIND_RANK = {"exact": 3, "stem": 2, "initials": 2, "part": 1}
 
 
-def resolve(mentions: list[Mention], vocabulary: ScopeVocabulary) -> list[Mention]:
-    """Non-overlapping mentions: the longest span first, then the most literal, then the
-    scope's best-supported value (its order in the vocabulary)."""
+def resolve(
+    mentions: list[Mention], vocabulary: ScopeVocabulary, question: str = ""
+) -> list[Mention]:
+    """Non-overlapping mentions: the longest span first, then the most literal, then (one
+    value of two keys: "Kubernetes" required or nice to have) the key the question's
+    words call for, required by default, then the scope's best-supported value (its order
+    in the vocabulary)."""
     rank = {(k, v): i for k, values in vocabulary.values.items() for i, v in enumerate(values)}
+    nice = bool(_NICE.search(question))
+
+    def key_rank(key: str) -> int:
+        # Only a required and a nice-to-have skill are told apart by the question's words.
+        return int(key == ("skill" if nice else "preferred_skill"))
+
     order = sorted(
         set(mentions),
         key=lambda m: (
             -(m.end - m.start),
             -_KIND_RANK[m.how],
+            key_rank(m.key),
             rank.get((m.key, m.value), 1 << 30),
             m.key,
             m.value,
@@ -476,6 +499,13 @@ def resolve(mentions: list[Mention], vocabulary: ScopeVocabulary) -> list[Mentio
         taken.append(m)
     return sorted(taken, key=lambda m: m.start)
 
+
+#: The words that ask about a yes/no key in a list or a count.
+_YES_NO_WORDS = {
+    "visa_sponsorship": re.compile(r"\b(visas?|sponsor\w*|work permits?)\b", re.I),
+}
+#: Words that ask for what is nice to have rather than required.
+_NICE = re.compile(r"\b(nice|preferred|bonus|plus|optional|desirable|extra)\b", re.I)
 
 #: Keys whose values are also ordinary words of other phrases ("the onsite interview", "the
 #: hiring lead", "a senior candidate"): named before another noun, they are not constraints.
@@ -637,7 +667,7 @@ def analyze(
         within = None  # "Kaito's searches" asked of Kaito's own seat
     mentions = [
         m
-        for m in resolve(find_mentions(q, vocabulary), vocabulary)
+        for m in resolve(find_mentions(q, vocabulary), vocabulary, question)
         if not _overlaps(m, [noun_span, *name_spans])
     ]
     nouns = set(ROLE_NOUNS) | {w for k in vocabulary.values for w in fold(humanize_key(k)).split()}
@@ -658,6 +688,18 @@ def analyze(
             constraints.append(MicroQuery(m.key, m.value))
             loose.append(MicroQuery(m.key, m.value))
     constraints = list(dict.fromkeys(constraints))
+    if wh in ("which", "how many", "list", "show", "find") and not at_leaf:
+        # "Which roles can sponsor a visa?": the leaves whose yes/no key says yes (or no,
+        # "... can't sponsor").
+        for key, pattern in _YES_NO_WORDS.items():
+            said = pattern.search(question)
+            if (
+                said
+                and key in vocabulary.values
+                and all(c.key != key and c.key not in CANDIDATE_KEYS for c in constraints)
+            ):  # "... rejected because we couldn't sponsor a visa" names a reason instead
+                no = negated_in_text(question, said.start(), said.end())
+                constraints.append(MicroQuery(key, "no" if no else "yes"))
     # Several values of one key named as alternatives are the options of what is asked.
     options: tuple[str, ...] = ()
     by_key: dict[str, list[str]] = {}

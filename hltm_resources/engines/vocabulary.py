@@ -80,7 +80,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
         "pay_band"
     ).split(),
-    "visa_sponsorship": "visa visa_sponsorship sponsorship".split(),
+    "visa_sponsorship": (
+        "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit"
+    ).split(),
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
@@ -232,16 +234,44 @@ def canonical_value(key: str, value: str) -> str | None:
     return value
 
 
+#: Keys whose values say yes or no ("Skilled Worker visa available", "not sponsored").
+YES_NO_KEYS = frozenset({"visa_sponsorship", "is_open"})
+_NO_WORDS = frozenset("no not none false unavailable without cannot cant n/a never".split())
+_YES_WORDS = frozenset(
+    "yes true available offered supported sponsored provided possible y open".split()
+)
+
+
+def polarity(value: str) -> str | None:
+    """ "yes" or "no" for a value of a yes/no key, by its words; None when it says neither."""
+    words = set(fold(value).replace("'", "").split())
+    if words & _NO_WORDS:
+        return "no"
+    if words & _YES_WORDS:
+        return "yes"
+    return None
+
+
 def same_value_key(key: str, value: str) -> str:
     """What two values of ``key`` share when they are the same value: the folded value,
     and for a place its name before the first comma ("New York" is "New York, New York",
     "Lisbon" is "Lisbon, Portugal"). Nothing looser: Junior is not Senior, "Mid-Senior
     level" is not "Senior", Backend Engineer is not Frontend Engineer. A qualifier in
-    parentheses is not part of the value ("Backend Engineer (Go)", "Berlin (Kreuzberg)")."""
+    parentheses is not part of the value ("Backend Engineer (Go)", "Berlin (Kreuzberg)"), nor
+    is a site word after a city ("Berlin HQ")."""
+    if key in YES_NO_KEYS and (said := polarity(value)):
+        return said  # "Skilled Worker visa available" is a yes
     value = _QUALIFIER.sub(" ", value)  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
-        return fold(value.split(",")[0])
+        words = fold(value.split(",")[0]).split()
+        while len(words) > 1 and words[-1] in _SITE_WORDS:
+            words.pop()  # "Berlin HQ" is Berlin
+        return " ".join(words)
     return fold(value)
+
+
+#: Words after a city that name a site of it, not another place.
+_SITE_WORDS = frozenset("hq headquarters office offices campus hub lab site area metro".split())
 
 
 #: A parenthesized qualifier of a value ("Berlin (Kreuzberg)").
