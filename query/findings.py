@@ -367,6 +367,21 @@ def _split_tokens(text: str) -> list[str]:
     return [t for t in tokenize(spaced) if t.isalnum()]
 
 
+def _names_thing(tokens: list[str], form: list[str]) -> bool:
+    """The words of ``form`` in a row, naming the thing itself: not as a modifier of a step
+    ("the hiring manager interview" names an interview)."""
+    n = len(form)
+    for i in range(len(tokens) - n + 1):
+        if all(stem(tokens[i + k]) == stem(form[k]) for k in range(n)):
+            if i + n < len(tokens) and tokens[i + n] in _STEP_WORDS:
+                continue
+            return True
+    return False
+
+
+_STEP_WORDS = frozenset("interview interviews round rounds stage screen call sync loop".split())
+
+
 def _has_run(tokens: list[str], form: list[str]) -> bool:
     n = len(form)
     return any(
@@ -412,7 +427,7 @@ def _answer_in(
                 return m.group(1), f"{label}: {value}"
     for sentence in sentences_of(text):
         tokens = _split_tokens(sentence)
-        names_it = any(_has_run(tokens, form) for form in wanted)
+        names_it = any(_names_thing(tokens, form) for form in wanted)
         cued = any(c and c in fold(sentence) for c in cues)
         # The question's own words ("who accepted the offer?", "when ... start?"): a
         # sentence stating one of them may answer a person, a number or a date.
@@ -523,13 +538,27 @@ def _people(text: str, known_values: set[str]) -> list[str]:
     scope's facets ("A/B Testing", "New York") and no label."""
     out = []
     for m in _PERSON.finditer(text):
-        name = m.group(1)
-        if fold(name) in known_values or any(fold(w) in known_values for w in [name]):
-            continue
+        words = m.group(1).split()
         if text[m.end() : m.end() + 2].startswith(":"):
-            continue  # a label ("Hiring Manager:")
+            words = words[:-1]  # "Ines Rossi Round:": the name, then a label
+        name = " ".join(words)
+        if len(words) < 2 or fold(name) in known_values:
+            continue
+        if any(fold(w) in _NOT_NAMES for w in words):
+            continue  # "Declined Rejection", "Hiring Manager": words of a form, no person
         out.append(name)
     return out
+
+
+#: Words of forms and decisions that are capitalized in notes but name no person.
+_NOT_NAMES = frozenset(
+    {a for a in KEY_ALIASES if "_" not in a}
+    | set(
+        "declined rejected reject advanced advance hired hire offer offered onsite interview "
+        "round stage outcome decision reason rejection candidate applicant hiring manager "
+        "notes note status result screen phone technical final panel feedback team".split()
+    )
+)
 
 
 def why_findings(

@@ -921,19 +921,26 @@ class Memory:
             # "Staff or Principal": the leaves holding either option, with the rest.
             either = [[*wanted, MicroQuery(analysis.asked_key, o)] for o in analysis.options]
             wanted = either[0]
-        if wanted and not at_leaf:
+        constrained = bool(wanted or analysis.excluded)
+        if constrained and not at_leaf:
             kept = set(pool)
             found: dict[str, LeafMatch] = {}
-            for one in either:
+            for one in either if wanted else []:
                 query = ParsedQuery("retrieval", tuple(one))
                 for m in leaves.verify(query, schema, vocab.values, names):
                     if m.node_id in kept:
                         found.setdefault(m.node_id, m)
+            if not wanted:  # only exclusions: every leaf of the scope but those
+                found = {n: LeafMatch(n, (), names.get(n, n)) for n in pool}
+            for m in analysis.excluded:  # "... but not in Toronto": those leaves leave
+                query = ParsedQuery("retrieval", (m,))
+                for hit in leaves.verify(query, schema, vocab.values, names):
+                    found.pop(hit.node_id, None)
             matches = [found[n] for n in sorted(found)]
         else:
-            matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if wanted else []
-        subjects = [m.node_id for m in matches] if wanted and not at_leaf else pool
-        out = Examined(matches if (wanted and not at_leaf) else None)
+            matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if constrained else []
+        subjects = [m.node_id for m in matches] if constrained and not at_leaf else pool
+        out = Examined(matches if (constrained and not at_leaf) else None)
         key = analysis.asked_key
         if analysis.form in ("list", "count"):
             if (
@@ -942,7 +949,7 @@ class Memory:
                 and schema.rank(scope.level) < schema.rank(analysis.level) < len(schema.names) - 1
             ):
                 out.groups = _grouped(subjects, analysis.level, catalog)
-            if not wanted:
+            if not constrained:
                 out.matches = [LeafMatch(n, (), names.get(n, n)) for n in subjects]
         elif analysis.form == "distribution" and key:
             known = vocab.values.get(key, [])

@@ -183,3 +183,91 @@ def test_memory_on_a_held_out_world_states_only_what_the_documents_say(tmp_path)
     out = eval_memory(Settings.from_env(tmp_path), seed=12, split="heldout")
     assert out["precision"] >= 0.98, out
     assert out["negated_values_stored"] == 0, out
+
+
+# -- a world written by hand, not by the generator ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def handmade(tmp_path_factory):
+    from query.evaluation.runners.answers import snapshot_home
+
+    settings = Settings.from_env(tmp_path_factory.mktemp("handmade"))
+    home = snapshot_home(settings, FIXTURES / "handmade" / "snapshot")
+    memory = Memory(home, log_queries=False)
+    yield settings, memory
+    memory.close()
+
+
+@pytest.mark.parametrize(
+    "scope,question,value,node,doc",
+    [
+        # A code name only prose gives, before the words "code name".
+        (
+            "seat:harbor-maya",
+            "What's the code name of Maya's Oslo SRE search?",
+            "Project Kestrel",
+            "project:hr-001",
+            "hr-001-b",
+        ),
+        # A date, from a sentence with the question's own word ("start").
+        (
+            "account:harbor",
+            "When are the Oslo SREs supposed to start?",
+            "1 May 2026",
+            "project:hr-001",
+            "hr-001-b",
+        ),
+        # A range an export holds as parts (salary.min, salary.max, salary.currency).
+        (
+            "project:lm-010",
+            "What's the base salary range on this one?",
+            "240000 - 280000 USD",
+            "project:lm-010",
+            "lm-010-b",
+        ),
+        # A person a note names for what the question says ("accepted").
+        (
+            "account:harbor",
+            "Who accepted the offer for the remote product designer job?",
+            "Inês Carvalho",
+            "project:hr-006",
+            "hr-006-d",
+        ),
+        # "How many people": the headcount, by meaning.
+        (
+            "project:hr-009",
+            "How many people are we hiring on this req?",
+            "3",
+            "project:hr-009",
+            "hr-009-a",
+        ),
+    ],
+)
+def test_facts_a_person_reads_in_documents_are_answered_with_node_and_document(
+    handmade, scope, question, value, node, doc
+):
+    _, memory = handmade
+    r = memory.ask(question, scope=scope)
+    assert r.answer.startswith(f"{value} — "), r.answer
+    assert f"({node}), from {doc}" in r.answer
+    assert r.references == [node]
+
+
+def test_yes_no_values_and_nice_to_haves_are_told_apart(handmade):
+    _, memory = handmade
+    visa = memory.ask("Which Harbor roles can sponsor a visa?", scope="account:harbor")
+    refused = memory.ask("Which Harbor roles cannot sponsor a visa?", scope="account:harbor")
+    assert visa.references and refused.references
+    assert not set(visa.references) & set(refused.references)
+    assert "project:hr-014" in refused.references  # "Visa: not sponsored"
+    assert "project:hr-008" in visa.references  # "Skilled Worker visa available"
+    nice = memory.ask("Which Harbor searches list Go as a nice-to-have?", scope="account:harbor")
+    assert nice.references == ["project:hr-001"]  # hr-002 and hr-012 require Go
+
+
+def test_hand_written_questions_on_the_hand_made_world(handmade):
+    settings, _ = handmade
+    out = eval_answers(settings, FIXTURES / "handmade.jsonl", world="handmade", systems=("hltm",))
+    scores = out["systems"]["hltm"]["scores"]
+    assert scores["all"]["mean"] >= 0.90, scores

@@ -137,3 +137,47 @@ def test_options_of_one_key_are_what_is_asked():
     a = read("Is this position hybrid, remote or on-site?", "project:p3")
     assert a.asked_key == "workplace_type" and not a.constraints
     assert set(a.options) == {"hybrid", "remote", "on-site"}
+
+
+def test_a_negated_value_excludes_the_leaves_holding_it():
+    a = read("Which searches need Kubernetes but are not in Toronto?", "account:nw")
+    assert constraints(a) == {"skill: Kubernetes"}
+    assert [f"{m.key}: {m.value}" for m in a.excluded] == ["location: Toronto, Canada"]
+    a = read("Which of Kaito's roles are not remote?", "seat:kaito")
+    assert (a.form, constraints(a)) == ("list", set())
+    assert [m.value for m in a.excluded] == ["remote"]
+    a = read("Which searches don't require Kubernetes?", "account:nw")
+    assert [m.value for m in a.excluded] == ["Kubernetes"] and not a.constraints
+
+
+def test_values_named_as_alternatives_are_the_options_of_what_is_asked():
+    a = read("How many of Kaito's searches are Staff or Lead level?", "account:nw")
+    assert (a.form, a.asked_key, a.options) == ("count", "seniority", ("Staff", "Lead"))
+    # About one search named by its values, the options ask a fact about it.
+    a = read("Is Kaito's senior backend search remote or hybrid?", "seat:kaito")
+    assert (a.form, a.asked_key, a.options) == ("fact", "workplace_type", ("remote", "hybrid"))
+    assert constraints(a) == {"seniority: Senior", "title: Backend Engineer"}
+
+
+@pytest.mark.parametrize(
+    "question,asked",
+    [
+        ("Who is the most frequent hiring manager at Northwind?", "hiring_manager"),
+        ("Where are most of Kaito's roles based?", "location"),
+    ],
+)
+def test_a_distribution_names_its_attribute_outright(question, asked):
+    a = read(question, "account:nw")
+    assert (a.form, a.asked_key, a.asked_by) == ("distribution", asked, "")
+
+
+def test_initials_stand_for_words_written_apart_and_never_for_a_person():
+    a = read("Which ML searches are hybrid?", "account:nw")
+    assert constraints(a) == {"title: Machine Learning Engineer", "workplace_type: hybrid"}
+    # "ML" is not "Mid-level" (one word) nor Zofia Eriksen's initials.
+    assert not any(m.key in ("seniority", "hiring_manager") for m in a.constraints)
+
+
+def test_the_leaf_as_subject_is_not_the_attribute_asked():
+    a = read("What does this role require?", "project:p3")
+    assert a.asked_key != "title"

@@ -132,6 +132,8 @@ class Analysis:
     asked_by: str = ""
     #: The keys the question's words go with ("where", "office" -> location), best first.
     worded: tuple[str, ...] = ()
+    #: Values the answer's nodes must not hold ("... but not in Toronto").
+    excluded: tuple[MicroQuery, ...] = ()
 
     def describe(self) -> dict:
         """JSON-ready, for ``ask --json``, the query log and the LLM engine's prompt."""
@@ -147,6 +149,8 @@ class Analysis:
         }
         if self.options:
             out["options"] = list(self.options)
+        if self.excluded:
+            out["excluded"] = [f"{m.key}: {m.value}" for m in self.excluded]
         return out
 
 

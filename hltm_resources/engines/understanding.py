@@ -389,6 +389,26 @@ def _runs(q: QuestionWords, key: str, value: str, form: tuple[str, ...]) -> list
     return out
 
 
+_EXCLUDING = frozenset(
+    "not no except excluding without besides non dont doesnt isnt arent didnt cant never".split()
+)
+
+
+def _negated_in_question(q: QuestionWords, m: Mention) -> bool:
+    """A value the question excludes: "not in Toronto", "except remote ones", "other than
+    Berlin" (a negator or an exception word in the few words before it, in its clause)."""
+    tokens = q.tokens
+    for i in range(m.start - 1, max(-1, m.start - 4), -1):
+        t = tokens[i]
+        if t in ("and", "or", "but", "which", "that", "who") and i < m.start - 1:
+            break
+        if t in _EXCLUDING or (t == "t" and i > 0 and tokens[i - 1].endswith("n")) or (
+            t == "than" and i > 0 and tokens[i - 1] == "other"
+        ):
+            return True
+    return False
+
+
 def _a_person(key: str, value: str) -> bool:
     """A value naming a person ("ML" is no initials of Maya Lindqvist, a hiring manager)."""
     return key in _PERSON_KEYS or (key not in KEY_ORDER and _looks_like_name(value))
@@ -500,6 +520,11 @@ def resolve(
     return sorted(taken, key=lambda m: m.start)
 
 
+#: "What does this role ...", "what will the position ...": the leaf is the question's subject.
+_SUBJECT = re.compile(
+    r"^\W*what\s+(?:does|do|did|will|would|should|can)\s+(?:this|that|the|our|my|your)\s+\w+",
+    re.I,
+)
 #: The words that ask about a yes/no key in a list or a count.
 _YES_NO_WORDS = {
     "visa_sponsorship": re.compile(r"\b(visas?|sponsor\w*|work permits?)\b", re.I),
@@ -655,6 +680,8 @@ def analyze(
         noun, noun_level = [], None  # what follows describes the subject, not what is asked
     # The attribute a noun names ("the hiring lead", "the code name") is what is asked, never
     # a constraint: the seniority Lead is not named in "the hiring lead".
+    if noun and _singular(noun[0]) in LEAF_WORDS and _SUBJECT.search(question):
+        noun = []  # "What does this role require?": the role is the subject, not what is asked
     named, attribute = _attribute_prefix(noun, vocabulary) if not noun_level else (noun, None)
     if noun and (noun[0] in _IRREGULAR_PAST or (len(noun[0]) > 4 and noun[0].endswith("ed"))):
         named, attribute, noun = [], None, []  # "what happened with X", "who showed ..."
@@ -675,8 +702,15 @@ def analyze(
     constraints: list[MicroQuery] = []
     context: list[str] = []
     loose: list[MicroQuery] = []
+    excluded: list[MicroQuery] = []
     for m in mentions:
-        if _in_role(m, q, spans, nouns):
+        if (
+            _negated_in_question(q, m)
+            and m.key not in CANDIDATE_KEYS
+            and (m.key not in ADJECTIVAL_KEYS or _in_role(m, q, spans, nouns))
+        ):
+            excluded.append(MicroQuery(m.key, m.value))  # "... but not in Toronto"
+        elif _in_role(m, q, spans, nouns):
             constraints.append(MicroQuery(m.key, m.value))
         elif m.key in ADJECTIVAL_KEYS:
             # "the onsite interview", "the hiring lead": the words as written are what a
@@ -755,6 +789,7 @@ def analyze(
             within=within,
             context_words=tuple(context),
             options=options,
+            excluded=tuple(excluded),
         )
     if options and not at_leaf and not about_one:
         # "How many roles are remote versus in the office?": how the scope splits over them.
@@ -767,6 +802,7 @@ def analyze(
             within=within,
             context_words=tuple(context),
             options=options,
+            excluded=tuple(excluded),
         )
     role_noun = bool(noun) and _singular(noun[-1]) in {"role", "position", "job"}
     if wh in ("how many", "how much"):
@@ -789,7 +825,7 @@ def analyze(
         elif noun_level == leaf and role_noun:
             asked_key = asked_key or "title"
     elif noun_level and not at_leaf and noun_level != scope_level:
-        if noun_level == leaf and role_noun and not constraints and not within:
+        if noun_level == leaf and role_noun and not constraints and not within and not excluded:
             form, asked_key = "distribution", "title"  # "what roles does she hire for?"
         else:
             form, level, answer_type = "list", noun_level, "nodes"
@@ -863,6 +899,7 @@ def analyze(
         options=options,
         asked_by=asked_by,
         worded=tuple(worded),
+        excluded=tuple(excluded),
     )
 
 

@@ -38,6 +38,7 @@ def _what(analysis: Analysis) -> str:
     parts = [f"{humanize_key(m.key)} {m.value}" for m in analysis.constraints]
     if analysis.options and analysis.asked_key:
         parts.append(f"{humanize_key(analysis.asked_key)} {' or '.join(analysis.options)}")
+    parts += [f"not {humanize_key(m.key)} {m.value}" for m in analysis.excluded]
     return join_human(parts)
 
 
