@@ -26,11 +26,12 @@ from query.memory import Memory
 #: The worlds the hand-written questions were written over: ``demo`` is what ``hltm demo``
 #: builds (seed 7, dev phrasing); ``heldout`` a world of the held-out phrasing half;
 #: ``handmade`` a snapshot written by hand, independent of the generator (its directory
-#: under ``tests/fixtures/answers``).
+#: under ``tests/fixtures/answers``); ``handmade2`` another, by another hand (reported only).
 WORLDS: dict[str, tuple[int, str] | str] = {
     "demo": (7, "dev"),
     "heldout": (29, "heldout"),
     "handmade": "handmade/snapshot",
+    "handmade2": "handmade2/snapshot",
 }
 ANSWER_SYSTEMS = ("hltm", "flat_rag", "full_context")
 
