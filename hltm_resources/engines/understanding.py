@@ -402,8 +402,10 @@ def _negated_in_question(q: QuestionWords, m: Mention) -> bool:
         t = tokens[i]
         if t in ("and", "or", "but", "which", "that", "who") and i < m.start - 1:
             break
-        if t in _EXCLUDING or (t == "t" and i > 0 and tokens[i - 1].endswith("n")) or (
-            t == "than" and i > 0 and tokens[i - 1] == "other"
+        if (
+            t in _EXCLUDING
+            or (t == "t" and i > 0 and tokens[i - 1].endswith("n"))
+            or (t == "than" and i > 0 and tokens[i - 1] == "other")
         ):
             return True
     return False
