@@ -170,3 +170,25 @@ def near_spelling(a: str, b: str) -> bool:
     """Two values that differ by a typo: as many words, each :func:`near_word` its peer."""
     wa, wb = fold(a).split(), fold(b).split()
     return len(wa) == len(wb) and all(near_word(x, y) for x, y in zip(wa, wb, strict=True))
+
+
+#: Numbers written as words, as notes and answers write small ones.
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+
+
+def number_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """A number in digits or as one of ``words`` (a whole word, any case)."""
+    return re.compile(r"\b(\d+|" + "|".join(re.escape(w) for w in words) + r")\b", re.I)

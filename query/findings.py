@@ -25,7 +25,7 @@ from hltm_resources.engines.base import Analysis, Finding
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import stem
 from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, same_value_key
-from hltm_resources.text import STOPWORDS, fold
+from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, number_pattern
 from query.verification import (
     KnownValues,
     LeafFacts,
@@ -91,20 +91,8 @@ _DATE = re.compile(
 )
 #: A name written in capitals inside a sentence ("Project Kestrel", "Albatross").
 _PROPER = re.compile(rf"\b([{_UPPER}][\w'\-]*(?:\s+[{_UPPER}][\w'\-]*){{0,2}})")
-_NUMBER_WORDS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "a dozen": 12,
-}
-_NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_NUMBER_WORDS = {**NUMBER_WORDS, "a dozen": 12}
+_NUMBER = number_pattern(_NUMBER_WORDS)
 
 
 def key_findings(

@@ -779,26 +779,15 @@ def analyze(
             names_left.remove(name)
             constraints.append(MicroQuery(key, name))
     about_one = bool(constraints or names_left or within)
-    if options and not at_leaf and wh == "how many" and noun_level:
-        # "How many searches are Staff or Principal level?": the leaves holding either.
-        return Analysis(
-            form="count",
-            asked_key=asked_key,
-            answer_type="number",
-            level=noun_level,
-            constraints=tuple(constraints),
-            mentions=tuple(names_left),
-            within=within,
-            context_words=tuple(context),
-            options=options,
-            excluded=tuple(excluded),
-        )
-    if options and not at_leaf and not about_one:
+    counted = wh == "how many" and bool(noun_level)
+    if options and not at_leaf and (counted or not about_one):
+        # "How many searches are Staff or Principal level?": the leaves holding either;
         # "How many roles are remote versus in the office?": how the scope splits over them.
         return Analysis(
-            form="distribution",
+            form="count" if counted else "distribution",
             asked_key=asked_key,
-            level=leaf,
+            answer_type="number" if counted else "value",
+            level=noun_level if counted else leaf,
             constraints=tuple(constraints),
             mentions=tuple(names_left),
             within=within,

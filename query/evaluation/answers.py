@@ -26,28 +26,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hltm_resources.text import fold
+from hltm_resources.text import NUMBER_WORDS, fold, number_pattern
 from query.evaluation import metrics
 
 FAMILIES = ("fact", "list", "count", "distribution", "why")
-_NUMBER_WORDS = {
-    "zero": 0,
-    "no": 0,
-    "none": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-}
-_NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+#: "0: no project ..." and "none" state zero in an answer.
+_NUMBER_WORDS = {"zero": 0, "no": 0, "none": 0, **NUMBER_WORDS}
+_NUMBER = number_pattern(_NUMBER_WORDS)
 
 
 def load(path: str | Path) -> list[dict]:
