@@ -77,14 +77,34 @@ def clean_value(value: str, max_len: int = 120) -> str:
     return value
 
 
-_LIST_SPLIT = re.compile(r"\s*(?:[,;|]|\s(?:and|or|&|/)\s)\s*", re.I)
+_LIST_SPLIT = re.compile(r"\s*(?:[,;|](?:\s*(?:and|or)\s)?|\s(?:and|or|&|/)\s)\s*", re.I)
+_ASIDE = re.compile(r"\s*\([^()]*\)")
 
 
 def split_list(value: str, max_words: int = 6) -> list[str]:
-    """Items of a list written as text (``a, b and c``; ``a; b``), each at most
-    ``max_words`` words (longer pieces are prose, not items)."""
-    parts = [clean_value(p) for p in _LIST_SPLIT.split(value)]
-    return [p for p in parts if p and len(p.split()) <= max_words]
+    """Items of a list written as text (``a, b and c``; ``a; b``, ``a, and b``), each at most
+    ``max_words`` words (longer pieces are prose, not items). A parenthesis is part of its
+    item ("Spark (PySpark is fine, Scala not needed)" is one item); an item too long with it
+    is its words before it ("Spark")."""
+    parts: list[str] = []
+    for piece in _split_outside_parentheses(value):
+        part = clean_value(piece)
+        if len(part.split()) > max_words:
+            part = clean_value(_ASIDE.sub("", part))
+        if part and len(part.split()) <= max_words:
+            parts.append(part)
+    return parts
+
+
+def _split_outside_parentheses(value: str) -> list[str]:
+    pieces, start = [], 0
+    for m in _LIST_SPLIT.finditer(value):
+        if value.count("(", 0, m.start()) > value.count(")", 0, m.start()):
+            continue  # a separator inside a parenthesis
+        pieces.append(value[start : m.start()])
+        start = m.end()
+    pieces.append(value[start:])
+    return pieces
 
 
 def join_human(items: Iterable[str], conj: str = "and") -> str:

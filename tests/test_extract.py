@@ -287,6 +287,101 @@ def test_a_part_someone_plays_is_not_a_title_and_a_team_member_is_not_a_departme
     export = {"hiringTeam": [{"member": "Chen Larsen", "capacity": "Hiring Manager"}]}
     got = facets_of(doc(json.dumps(export)))
     assert not any(k in ("title", "department") for k, _ in got)
+    assert ("hiring_manager", "Chen Larsen") in got
+
+
+def test_a_list_of_labelled_values_is_read_as_fields_named_by_their_labels():
+    export = {
+        "requisition_id": "R-1",
+        "fields": [
+            {"label": "Job title", "value": "Staff Data Engineer"},
+            {"label": "Location", "value": "London, United Kingdom; Amsterdam, Netherlands"},
+            {"label": "Work model", "value": "Hybrid"},
+            {"label": "Openings", "value": "2"},
+            {"label": "Internal name", "value": "Bastion"},
+        ],
+        "hiring_team": [
+            {"role": "hiring manager", "name": "Amara Okafor"},
+            {"role": "recruiter", "name": "Priya Raman"},
+        ],
+    }
+    got = facets_of(doc(json.dumps(export)))
+    assert {
+        ("title", "Data Engineer"),
+        ("seniority", "Staff"),
+        ("location", "London, United Kingdom"),
+        ("location", "Amsterdam, Netherlands"),
+        ("workplace_type", "hybrid"),
+        ("headcount", "2"),
+        ("internal_name", "Bastion"),
+        ("hiring_manager", "Amara Okafor"),
+        ("recruiter", "Priya Raman"),
+    } <= got
+    assert not any(k.startswith("fields") or v == "Recruiter" for k, v in got)
+
+
+def test_two_fields_that_do_not_label_each_other_stay_two_fields():
+    got = facets_of(doc(json.dumps({"skills": [{"name": "Python", "level": "Senior"}]})))
+    assert ("skill", "Python") in got and ("python", "Senior") not in got
+
+
+@pytest.mark.parametrize(
+    "export,absent,present",
+    [
+        # A sum of money is a salary, whatever its field is called.
+        (
+            "Title: Product Manager\nBand: €75,000–€88,000",
+            ("seniority", "€75,000–€88,000"),
+            ("salary_range", "€75,000–€88,000"),
+        ),
+        # A flag named after a value states it, or nothing.
+        ('{"title": "Data Engineer", "remote": "no"}', ("workplace_type", "no"), None),
+        (
+            '{"title": "Data Engineer", "remote": true}',
+            ("workplace_type", "yes"),
+            ("workplace_type", "remote"),
+        ),
+        (
+            '{"title": "Data Engineer", "skills": [{"name": "Go", "required": true}]}',
+            ("skill", "yes"),
+            ("skill", "Go"),
+        ),
+    ],
+)
+def test_a_value_whose_form_contradicts_its_field_name_is_read_by_its_form(export, absent, present):
+    got = facets_of(doc(export))
+    assert absent not in got
+    assert present is None or present in got
+
+
+def test_a_parenthesis_is_part_of_its_list_item():
+    got = facets_of(
+        doc(
+            "Must have: strong Python, Spark (PySpark is fine, Scala not needed), Airflow.\n"
+            "Required: Java or Kotlin; payment integrations (Adyen, Stripe)",
+            kind="brief",
+        )
+    )
+    skills = {v for k, v in got if k == "skill"}
+    assert {"Spark", "Java", "Kotlin", "payment integrations (Adyen, Stripe)"} <= skills
+    assert not any("(" in s and ")" not in s or ")" in s and "(" not in s for s in skills)
+
+
+def test_a_location_is_stored_without_its_qualifier_and_headers_are_no_facts():
+    got = facets_of(
+        doc("Title: iOS Engineer\nLocation: Madrid, Spain (remote within Spain)"),
+        doc("From: Olu Adeyemi\nTo: Ciara Byrne\nSubject: offer\n\nAll set.", "email", "d2"),
+    )
+    assert ("location", "Madrid, Spain") in got
+    assert not any(k in ("from", "to", "subject") for k, _ in got)
+
+
+def test_one_shared_value_does_not_make_a_list_of_tags_a_known_attribute():
+    export = doc(json.dumps({"title": "Data Engineer", "tags": ["data", "python", "hybrid"]}))
+    brief = doc("Hybrid, 3 days in the Dublin office.", kind="brief", doc_id="d2")
+    got = facets_of(export, brief)
+    assert {v for k, v in got if k == "workplace_type"} == {"hybrid"}
+    assert ("tags", "python") in got
 
 
 def test_an_export_key_is_the_attribute_the_leafs_brief_states_with_the_same_value():
@@ -306,3 +401,16 @@ def test_a_note_whose_fields_are_unknown_is_read_by_its_values():
     )
     event = feedback_event(note)
     assert event is not None and event.rejected and event.reason == "notice period too long"
+
+
+def test_a_later_sentence_that_states_a_change_stands_over_the_export():
+    export = doc("Title: Backend Engineer\nWorkplace: Remote", updated="2026-01-08")
+    update = doc(
+        "Update from Declan (3 Feb): Marigold is now hybrid, no longer remote.",
+        kind="note",
+        doc_id="d2",
+        updated="2026-02-03",
+    )
+    aside = doc("Sven Dahl onsite Thursday.", kind="note", doc_id="d3", updated="2026-03-01")
+    assert ("workplace_type", "hybrid") in facets_of(export, update, aside)
+    assert ("workplace_type", "remote") in facets_of(export, aside)

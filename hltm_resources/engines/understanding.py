@@ -452,6 +452,8 @@ def _parts(
             part = words[i:j]
             if len(part) == len(words) or all(w in _GENERIC_TITLE_WORDS for w in part):
                 continue
+            if all(_singular(w) in LEAF_WORDS for w in part):
+                continue  # "searches" names the leaves, not the title "..., Search & Ranking"
             short = all(len(w) < 4 for w in part)
             if short and not (written and all(_cased(w) for w in written[i:j])):
                 continue  # "it" of "Healthcare IT Specialist" is no name of it alone
@@ -944,8 +946,9 @@ def _overlaps(m: Mention, spans: Sequence[tuple[int, int]]) -> bool:
 def _named_node(
     q: QuestionWords, names: Mapping[str, str]
 ) -> tuple[str | None, list[tuple[int, int]]]:
-    """A node the question names by its name or its first word ("Kaito's"), when only one
-    node of the scope answers to it; and where."""
+    """A node the question names by its name, its first word ("Kaito's") or its id
+    ("Tallyfin" for ``account:tallyfin`` named "Tally Financial"), when only one node of the
+    scope answers to it; and where."""
     by_first: dict[str, list[str]] = {}
     full: dict[tuple[str, ...], list[str]] = {}
     for node, name in names.items():
@@ -953,6 +956,9 @@ def _named_node(
         if words:
             full.setdefault(words, []).append(node)
             by_first.setdefault(words[0], []).append(node)
+        own = tuple(fold(node.split(":", 1)[-1].replace("-", " ").replace("_", " ")).split())
+        if own and own != words:
+            full.setdefault(own, []).append(node)
     tokens = q.tokens
     for words, nodes in sorted(full.items(), key=lambda kv: -len(kv[0])):
         n = len(words)

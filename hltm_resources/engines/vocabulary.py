@@ -59,10 +59,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "skill": (
         "skill skills required_skills must_have_skills must_haves must_have requirements "
         "tech_stack technologies key_skills competencies core_skills required_competencies "
-        "hard_skills stack"
+        "hard_skills stack required must skills_required"
     ).split(),
     "preferred_skill": (
-        "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills"
+        "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills "
+        "nice desirable"
     ).split(),
     "rejection_reason": (
         "rejection_reason reject_reason rejection disqualification_reason decline_reason "
@@ -98,9 +99,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 KEY_ALIASES: dict[str, str] = {alias: key for key, aliases in ALIASES.items() for alias in aliases}
 
-#: Keys that never become facets: identifiers, timestamps, contact details, free text blobs.
+#: Keys that never become facets: identifiers, timestamps, contact details, free text blobs,
+#: a message's headers.
 SKIP_KEY = re.compile(
-    r"(^|_)(id|ids|uuid|url|urls|link|email|phone|created|updated|created_at|updated_at|"
+    r"^(?:from|to|cc|bcc|subject|sent|re)$|(^|_)(id|ids|uuid|url|urls|link|email|phone|created|updated|created_at|updated_at|"
     r"modified|timestamp|date|time|description|body|text|notes|comments?|summary)$"
 )
 FEEDBACK_KEYS = frozenset({"candidate", "decision", "reason", "stage"})
@@ -229,6 +231,8 @@ def canonical_value(key: str, value: str) -> str | None:
         return workplace_of(value) or value
     if key == "seniority" and folded in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded]
+    if key == "location":
+        value = re.sub(r"\s*\([^()]*\)", "", value).strip() or value  # "Ireland (remote)"
     if key in ("title", "location", "department", "language"):
         return title_case(value)
     return value

@@ -105,6 +105,9 @@ class RawFacet:
     #: False for an export field whose attribute nothing read so far tells (its key is its
     #: own name).
     resolved: bool = True
+    #: Stated in prose as a change of the role ("Marigold is now hybrid"): it weighs as much
+    #: as an export's field, so the later of the two stands.
+    changes: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,11 +223,11 @@ def _reason_from_prose(text: str) -> str | None:
     return None
 
 
-def _prose_facets(text: str) -> list[tuple[str, str]]:
+def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
     """What a prose document states about the role, where it states it (a negated mention
     states nothing: "the role is not based in Toronto", "we are not hiring a Data Scientist",
-    "Kubernetes is not required")."""
-    out: list[tuple[str, str]] = []
+    "Kubernetes is not required"), and whether its sentence states it as a change."""
+    out: list[tuple[str, str, bool]] = []
     for m in _TITLE_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
             continue
@@ -233,7 +236,7 @@ def _prose_facets(text: str) -> list[tuple[str, str]]:
         while words and fold(words[0]) in {"a", "an", "the", "our", "new", "great", "strong"}:
             words = words[1:]
         if words:
-            out.append(("title", " ".join(words)))
+            out.append(("title", " ".join(words), _as_change(text, m.start(1))))
             break
     for m in _LOCATION_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
@@ -247,13 +250,13 @@ def _prose_facets(text: str) -> list[tuple[str, str]]:
         loc = " ".join(kept).replace(" , ", ", ").strip(" ,")
         loc = re.split(r"\.\s", loc)[0].strip(" .,")  # the sentence ends at its period
         if loc:
-            out.append(("location", loc))
+            out.append(("location", loc, _as_change(text, m.start(1))))
             break
     for m in _WORKPLACE_IN_PROSE.finditer(text):
         if _interview_stage(text, m):
             continue  # "moves on to the onsite next week": a step of the interviews
         if not negated_in_text(text, m.start(1), m.end(1)):
-            out.append(("workplace_type", m.group(1)))  # "not remote" states no workplace
+            out.append(("workplace_type", m.group(1), _as_change(text, m.start(1))))
             break
     else:
         # A short sentence that says people work from home, all or part of the week
@@ -263,15 +266,31 @@ def _prose_facets(text: str) -> list[tuple[str, str]]:
         for sentence in sentences(text):
             kind = workplace_of(sentence)
             if kind in ("remote", "hybrid"):
-                out.append(("workplace_type", kind))
+                out.append(("workplace_type", kind, bool(_CHANGE.search(sentence))))
                 break
     for m in _SKILLS_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
             continue
         for part in items(m.group(1), "skill"):
             if part[:1].isalpha() and fold(part) not in {"a", "the", "experience"}:
-                out.append(("skill", part))
+                out.append(("skill", part, False))
     return out
+
+
+#: Words by which a sentence says a fact of the role changed ("is now hybrid", "moved to
+#: Berlin", "no longer remote").
+_CHANGE = re.compile(
+    r"\b(?:now|no longer|any ?more|chang(?:ed|es)|switch(?:ed|es)|mov(?:ed|es|ing)|instead|"
+    r"updated?|going forward|from now on)\b",
+    re.I,
+)
+
+
+def _as_change(text: str, at: int) -> bool:
+    """Whether the sentence around ``at`` states a change."""
+    start = max(text.rfind(c, 0, at) for c in ".!?\n") + 1
+    ends = [e for e in (text.find(c, at) for c in ".!?\n") if e >= 0]
+    return bool(_CHANGE.search(text[start : min(ends) if ends else len(text)]))
 
 
 _STAGE_AFTER = re.compile(r"\s*(?:interviews?|rounds?|loops?|stages?|visits?|debriefs?)\b", re.I)
@@ -295,7 +314,7 @@ def document_facets(doc: Document) -> list[RawFacet]:
     field whose attribute nothing in the document tells keeps its own name as its key
     (``resolved`` is False): the leaf's other documents may tell (:func:`resolve_by_agreement`)."""
     fields, structured = read_export(doc.text)
-    found: list[tuple[str, str, bool, bool]] = []  # key, value, structured, resolved
+    found: list[tuple[str, str, bool, bool, bool]] = []  # key, value, structured, resolved, changes
     feedback = _is_feedback(doc)
     event = feedback_event(doc) if feedback or _REJECT_WORDS.search(doc.text) else None
     for f in fields:
@@ -306,20 +325,28 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # in prose, only a line led by a well-known key name counts
         if feedback and f.by not in ("name", None):
             continue  # a note on a candidate is not read for the role's facts by their form
-        found.append((key, f.value, True, f.key is not None or key in KEY_ORDER))
+        found.append((key, f.value, True, f.key is not None or key in KEY_ORDER, False))
     if not feedback:
-        found.extend((k, v, False, True) for k, v in _prose_facets(prose_of(doc.text)))
+        found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
-        found.append(("rejection_reason", event.reason, structured, True))
+        found.append(("rejection_reason", event.reason, structured, True, False))
     out: list[RawFacet] = []
-    for key, raw_value, is_structured, resolved in found:
-        listed = raw_value.startswith(ITEM)
-        for value in items(raw_value, key):
+    for key, raw_value, is_structured, resolved, changes in found:
+        values = items(raw_value, key)
+        listed = raw_value.startswith(ITEM) or len(values) > 1
+        for value in values:
             canon = canonical_value(key, value)
             if canon is not None:
                 out.append(
                     RawFacet(
-                        key, canon, doc.doc_id, is_structured, doc.updated_at, listed, resolved
+                        key,
+                        canon,
+                        doc.doc_id,
+                        is_structured,
+                        doc.updated_at,
+                        listed,
+                        resolved,
+                        changes,
                     )
                 )
     return out
@@ -327,7 +354,7 @@ def document_facets(doc: Document) -> list[RawFacet]:
 
 def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
     """A leaf's facets, with each export key no name or form explained taken for the
-    canonical key whose values its own values are in the leaf's other documents: an
+    canonical key whose values most of its own values are in the leaf's other documents: an
     export's ``vacancyName: Backend Engineer`` is the title a brief of the same project
     states ("we are hiring a Backend Engineer")."""
     known: dict[str, set[str]] = defaultdict(set)
@@ -340,9 +367,9 @@ def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
             unresolved[f.key].add(_bare("title", f.value))
     renamed: dict[str, str] = {}
     for key, values in unresolved.items():
-        hits = {k for k, vs in known.items() if values & vs}
+        hits = {k for k, vs in known.items() if len(values & vs) * 2 > len(values)}
         if len(hits) == 1:
-            renamed[key] = hits.pop()
+            renamed[key] = hits.pop()  # most of its values: one tag of five is no key
     out = []
     for f in raw:
         if f.key in renamed:
@@ -402,8 +429,9 @@ def reconcile(
 ) -> list[Facet]:
     """Merge one leaf's raw facets: union multi-valued keys, resolve conflicts on the others.
 
-    A conflict on a single-valued key keeps the value from structured documents over prose,
-    then the most recent document, then the most documents; ties go to the smallest doc id.
+    A conflict on a single-valued key keeps the value from structured documents (or prose
+    that states a change: "the role is now hybrid") over prose, then the most recent
+    document, then the most documents; ties go to the smallest doc id.
     """
     by_key: dict[str, dict[str, list[RawFacet]]] = defaultdict(lambda: defaultdict(list))
     for f in _split_seniority(resolve_by_agreement(raw)):
@@ -419,7 +447,7 @@ def reconcile(
             order = sorted(groups, key=lambda g: min(i.doc_id for i in groups[g]))
             order.sort(
                 key=lambda g: (
-                    any(i.structured for i in groups[g]),
+                    any(i.structured or i.changes for i in groups[g]),
                     max(i.updated_at for i in groups[g]),
                     len({i.doc_id for i in groups[g]}),
                 ),

@@ -36,6 +36,9 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     SENIORITY_WORDS,
     SKIP_KEY,
+    WORKPLACE_WORDS,
+    YES_NO_KEYS,
+    canonical_value,
     workplace_of,
 )
 from hltm_resources.text import clean_value, fold, snake_key, split_list
@@ -179,6 +182,10 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
             yield from _json_fields(element, path, item=True)
         return
     if isinstance(obj, dict):
+        labelled = _labelled(obj, item)
+        if labelled is not None:
+            yield labelled
+            return
         place, used = _place(obj, path)
         if place is not None:
             where = "_".join(p for p in path) or "location"
@@ -193,6 +200,38 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
     value = ("yes" if obj else "no") if isinstance(obj, bool) else str(obj)
     raw = "_".join(path)
     yield _named(raw, field_key(path), (ITEM if item else "") + value, item)
+
+
+#: Field names that, in an object of two fields, say which attribute the other one holds
+#: (``{"label": "Job title", "value": "Staff Data Engineer"}``, ``{"role": "hiring manager",
+#: "name": "Ciara Byrne"}``) ...
+LABEL_FIELDS = frozenset("label key field attribute property name role kind type capacity".split())
+#: ... and the names of the field that holds the value.
+VALUE_FIELDS = frozenset("value values name person member who answer text content".split())
+
+
+def _labelled(obj: dict, item: bool) -> ExportField | None:
+    """The one value a two-field object states under the attribute its other field names
+    (see :data:`LABEL_FIELDS`): the label is the field's name, as a "Key: value" line's key
+    would be. ``{"name": "Python", "level": "Senior"}`` is not one: "level" holds no value
+    of "Python"."""
+    if len(obj) != 2 or not all(
+        isinstance(v, str | int | float) and not isinstance(v, bool) for v in obj.values()
+    ):
+        return None
+    (a, va), (b, vb) = ((snake_key(str(k)), v) for k, v in obj.items())
+    for label_field, label, value_field, value in ((a, va, b, vb), (b, vb, a, va)):
+        if (
+            label_field in LABEL_FIELDS
+            and value_field in VALUE_FIELDS
+            and label_field != value_field
+            and isinstance(label, str)
+            and _is_label(label)
+            and not label.strip().isdigit()
+        ):
+            raw = snake_key(label)
+            return _named(raw, field_key((raw,)), str(value).strip(), False)
+    return None
 
 
 def _named(raw: str, key: str | None, value: str, listed: bool = False) -> ExportField:
@@ -241,12 +280,38 @@ def _typed(fields: list[ExportField]) -> list[ExportField]:
         if f.key is None:
             values[f.raw_key].append(f.value.lstrip(ITEM))
     typed = {raw: value_type(vs) for raw, vs in values.items()}
-    return [
-        ExportField(f.raw_key, key, f.value, f.listed, "value")
-        if f.key is None and (key := typed.get(f.raw_key))
-        else f
-        for f in fields
-    ]
+    out = []
+    for f in fields:
+        if f.key is None and (key := typed.get(f.raw_key)):
+            f = ExportField(f.raw_key, key, f.value, f.listed, "value")
+        f = _by_value_form(f)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+#: A sum of money: a currency sign or code beside a number, or thousands ("85k", "85,000").
+MONEY = re.compile(r"[€£$¥₹]\s?\d|\b[A-Z]{3}\s?\d|\d\s?[kK]\b|\b\d{1,3}(?:[,.\s]\d{3})+\b")
+#: Keys whose values are words, never sums of money.
+_WORDED_KEYS = frozenset({"seniority", "title", "location", "workplace_type", "department"})
+_FLAG_WORDS = {"yes": True, "true": True, "y": True, "no": False, "false": False, "n": False}
+
+
+def _by_value_form(f: ExportField) -> ExportField | None:
+    """A field whose value contradicts its name, by the value's form: a sum of money is a
+    salary whatever its field is called ("Band: €75,000–€88,000" is no seniority); a yes/no
+    flag of a key that is not a yes/no question states the value its field is named after
+    ("remote: yes" is remote), or nothing ("remote: no" says only what the role is not)."""
+    value = f.value.lstrip(ITEM)
+    if f.key in _WORDED_KEYS and MONEY.search(value):
+        return ExportField(f.raw_key, "salary_range", f.value, f.listed, "value")
+    flag = _FLAG_WORDS.get(fold(value))
+    if f.key is None or f.key in YES_NO_KEYS or flag is None:
+        return f
+    named = canonical_value(f.key, f.raw_key.rsplit("_", 1)[-1])
+    if flag and f.key == "workplace_type" and named in WORKPLACE_WORDS.values():
+        return ExportField(f.raw_key, f.key, named, f.listed, f.by)
+    return None
 
 
 def value_type(values: Sequence[str]) -> str | None:
@@ -292,6 +357,8 @@ def items(value: str, key: str | None) -> list[str]:
         return [clean_value(value[1:])]
     if key in MULTI_KEYS:
         return split_list(value)
+    if key == "location" and ";" in value:
+        return [clean_value(v) for v in value.split(";") if clean_value(v)]  # several places
     return [value]
 
 
