@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hltm_resources.engines.base import Analysis, Finding
+from hltm_resources.engines.extractive.exports import TITLE_HEADS
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import stem
-from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, same_value_key
+from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, SENIORITY_WORDS, same_value_key
 from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, number_pattern
 from query.verification import (
     KnownValues,
@@ -413,6 +414,7 @@ def _answer_in(
         for label, value in units:  # "target_start: 2026-05-01" for "when ... start?"
             if content & {stem(w) for w in _split_tokens(label)} and (m := _DATE.search(value)):
                 return m.group(1), f"{label}: {value}"
+    said_of_someone = ""  # a sentence that answers "who", naming no one itself
     for sentence in sentences_of(text):
         tokens = _split_tokens(sentence)
         names_it = any(_names_thing(tokens, form) for form in wanted)
@@ -426,6 +428,7 @@ def _answer_in(
             people = [n for n in _people(sentence, known_values) if fold(n) not in cues]
             if people:
                 return people[0], sentence
+            said_of_someone = said_of_someone or sentence
         elif analysis.answer_type == "number":
             m = _NUMBER.search(sentence)
             if m:
@@ -439,6 +442,13 @@ def _answer_in(
             after = _after_phrase(sentence, wanted) or _named_beside(sentence, wanted, known_values)
             if after:
                 return after, sentence
+    if analysis.answer_type == "person" and said_of_someone and len(text) <= QUOTE_CHARS:
+        # A short note says it of its subject ("Joana Ribeiro - final round ... Decision:
+        # OFFER."): the person it names first.
+        people = [n for n in _people(text, known_values) if fold(n) not in cues]
+        if people:
+            unit = _unit_naming(text, [fold(people[0])]) or people[0]
+            return people[0], f"{unit} … {said_of_someone}"
     if analysis.answer_type == "person" and any(c and c in fold(text) for c in cues):
         # A note on one candidate names them once, as its subject ("Candidate: Goran Costa",
         # "Debrief for Yusuf Costa: ...").
@@ -546,6 +556,8 @@ _NOT_NAMES = frozenset(
         "round stage outcome decision reason rejection candidate applicant hiring manager "
         "notes note status result screen phone technical final panel feedback team".split()
     )
+    | TITLE_HEADS  # "Staff Data Engineer" is a role, not a person
+    | set(SENIORITY_WORDS)
 )
 
 

@@ -581,13 +581,15 @@ class Memory:
         )
         vocab = self._vocabulary(resolved, where)
         t_parse = time.perf_counter()
+        named, above = self._named_nodes(resolved)
         analysis = analyze(
             question,
             vocab,
             self.settings.schema,
             resolved.level,
-            self._named_nodes(resolved),
+            named,
             resolved.node_id,
+            above,
         )
         t_embed = time.perf_counter()
         # One model call: the question and the micro-queries not embedded before (labels
@@ -881,15 +883,21 @@ class Memory:
         self._leaves[cache_key] = (weakref.ref(rows), weakref.ref(evidence), leaves)
         return leaves, rows
 
-    def _named_nodes(self, scope: Scope) -> dict[str, str]:
-        """The scope node and the nodes above the leaves inside it, by id, with their names:
-        the nodes a question may name ("Kaito's searches")."""
+    def _named_nodes(self, scope: Scope) -> tuple[dict[str, str], set[str]]:
+        """The nodes a question may name ("Kaito's searches"), by id, with their names: the
+        scope node, the nodes above it, and the nodes above the leaves inside it; and which
+        of them are above the scope."""
         leaf = self.settings.schema.leaf.name
-        return {
-            n: entry[2]
-            for n, entry in self.catalog().items()
-            if entry[0] != leaf and scope.contains(entry[1])
-        }
+        named, above = {}, set()
+        for n, entry in self.catalog().items():
+            if entry[0] == leaf and n != scope.node_id:
+                continue
+            if scope.contains(entry[1]):
+                named[n] = entry[2]
+            elif scope.path.startswith(entry[1] + "/"):
+                named[n] = entry[2]
+                above.add(n)
+        return named, above
 
     def _examine(
         self, analysis: Analysis, question: str, where: str, scope: Scope, vocab: ScopeVocabulary
@@ -974,7 +982,12 @@ class Memory:
                 # No facet holds it here: the passages may say it in the key's own words.
                 analysis = replace(analysis, asked_phrase=humanize_key(key).lower())
             if not out.findings and (analysis.asked_phrase or analysis.answer_type != "value"):
-                known = {fold(v) for values in vocab.values.values() for v in values}
+                known = {
+                    fold(part)  # "United Kingdom" of "London, United Kingdom" is no person
+                    for values in vocab.values.values()
+                    for v in values
+                    for part in (v, *v.split(","))
+                }
                 out.findings = evidence_findings(leaves, subjects, analysis, question, names, known)
         return out
 

@@ -23,7 +23,7 @@ threshold: Junior is not Senior, Backend Engineer is not Frontend Engineer.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -35,6 +35,7 @@ from hltm_resources.engines.vocabulary import (
     CANDIDATE_KEYS,
     KEY_ALIASES,
     KEY_ORDER,
+    MULTI_KEYS,
     WORKPLACE_WORDS,
 )
 from hltm_resources.schema import TreeSchema
@@ -311,6 +312,9 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         head = tuple(fold(value.split(",")[0]).split())
         if head != words and len("".join(head)) >= 4:
             forms.append(head)
+        bare = tuple(fold(re.sub(r"\s*\([^()]*\)", "", value)).split())
+        if bare and bare not in forms:
+            forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
         for form in forms:
             out += _runs(q, key, value, form)
         if key == "title" and len(words) >= 2:
@@ -405,10 +409,30 @@ def _negated_in_question(q: QuestionWords, m: Mention) -> bool:
         if (
             t in _EXCLUDING
             or (t == "t" and i > 0 and tokens[i - 1].endswith("n"))
-            or (t == "than" and i > 0 and tokens[i - 1] == "other")
+            or (t == "than" and i > 0 and tokens[i - 1] in ("other", "rather"))
+            or (t == "to" and i > 0 and tokens[i - 1] == "opposed")
+            or (t == "of" and i > 0 and tokens[i - 1] == "instead")
         ):
             return True
     return False
+
+
+def _excluded_mentions(q: QuestionWords, mentions: Sequence[Mention]) -> set[Mention]:
+    """The mentions a question excludes (:func:`_negated_in_question`), and the values listed
+    after an excluded one ("not Staff, Principal or Lead": all three)."""
+    out: set[Mention] = set()
+    previous: Mention | None = None
+    for m in sorted(mentions, key=lambda m: m.start):
+        between = q.tokens[previous.end : m.start] if previous else None
+        if _negated_in_question(q, m) or (
+            previous in out
+            and previous.key == m.key
+            and between is not None
+            and all(t in ("or", "and", "nor") for t in between)
+        ):
+            out.add(m)
+        previous = m
+    return out
 
 
 def _a_person(key: str, value: str) -> bool:
@@ -663,12 +687,14 @@ def analyze(
     scope_level: str,
     names: Mapping[str, str] | None = None,
     scope_node: str | None = None,
+    above: Collection[str] = (),
 ) -> Analysis:
     """Read ``question`` against the scope's ``vocabulary`` (see the module docstring).
 
-    ``names``: node id -> name of the scope node (``scope_node``) and of the nodes below it
-    that a question may name by name (recruiters, teams): a node below narrows the answer
-    to its subtree; the scope node itself is only recognized as such."""
+    ``names``: node id -> name of the scope node (``scope_node``), of the nodes above it
+    (``above``: "Priya's fraud data scientist" asked of the project) and of the nodes below
+    it that a question may name by name (recruiters, teams): a node below narrows the
+    answer to its subtree; the scope node and the nodes above are only recognized as such."""
     q = QuestionWords.of(question)
     low = question.lower()
     leaf = schema.leaf.name
@@ -694,7 +720,7 @@ def analyze(
         verb_question = False
     noun_span = _span_of(q.tokens, named) if (attribute or _is_phrase(named)) else (0, 0)
     within, name_spans = _named_node(q, names or {})
-    if within is not None and (names or {}).get(within) is not None and within == scope_node:
+    if within is not None and (within == scope_node or within in above):
         within = None  # "Kaito's searches" asked of Kaito's own seat
     mentions = [
         m
@@ -707,9 +733,10 @@ def analyze(
     context: list[str] = []
     loose: list[MicroQuery] = []
     excluded: list[MicroQuery] = []
+    negated = _excluded_mentions(q, mentions)
     for m in mentions:
         if (
-            _negated_in_question(q, m)
+            m in negated
             and m.key not in CANDIDATE_KEYS
             and (m.key not in ADJECTIVAL_KEYS or _in_role(m, q, spans, nouns))
         ):
@@ -722,9 +749,12 @@ def analyze(
             context += [" ".join(q.raw[m.start : m.end]), m.value]
         else:
             # "Terraform know-how" in a list is still Terraform; "strong GraphQL depth" in
-            # a question about one candidate is words of a note (decided with the form).
+            # a question about one candidate is words of a note (decided with the form). A
+            # value that says which role ("the fraud data scientist supposed to start") is
+            # a constraint whatever follows it.
             constraints.append(MicroQuery(m.key, m.value))
-            loose.append(MicroQuery(m.key, m.value))
+            if m.key in MULTI_KEYS or m.key not in KEY_ORDER:
+                loose.append(MicroQuery(m.key, m.value))
     constraints = list(dict.fromkeys(constraints))
     if wh in ("which", "how many", "list", "show", "find") and not at_leaf:
         # "Which roles can sponsor a visa?": the leaves whose yes/no key says yes (or no,
@@ -782,14 +812,17 @@ def analyze(
             constraints.append(MicroQuery(key, name))
     about_one = bool(constraints or names_left or within)
     counted = wh == "how many" and bool(noun_level)
-    if options and not at_leaf and (counted or not about_one):
-        # "How many searches are Staff or Principal level?": the leaves holding either;
-        # "How many roles are remote versus in the office?": how the scope splits over them.
+    listed_ = wh in ("which", "list", "show", "find") and noun_level is not None
+    if options and not at_leaf and (counted or listed_ or not about_one):
+        # "How many searches are Staff or Principal level?", "Which searches are remote or
+        # hybrid?": the leaves holding either; "How many roles are remote versus in the
+        # office?": how the scope splits over them.
+        form_ = "count" if counted else "list" if listed_ else "distribution"
         return Analysis(
-            form="count" if counted else "distribution",
+            form=form_,
             asked_key=asked_key,
-            answer_type="number" if counted else "value",
-            level=noun_level if counted else leaf,
+            answer_type={"count": "number", "list": "nodes"}.get(form_, "value"),
+            level=noun_level if counted or listed_ else leaf,
             constraints=tuple(constraints),
             mentions=tuple(names_left),
             within=within,
