@@ -414,3 +414,35 @@ def test_a_later_sentence_that_states_a_change_stands_over_the_export():
     aside = doc("Sven Dahl onsite Thursday.", kind="note", doc_id="d3", updated="2026-03-01")
     assert ("workplace_type", "hybrid") in facets_of(export, update, aside)
     assert ("workplace_type", "remote") in facets_of(export, aside)
+
+
+@pytest.mark.parametrize(
+    "text,wanted",
+    [
+        (
+            "We can sponsor a Critical Skills Employment Permit for the right person.",
+            ("visa_sponsorship", "yes"),
+        ),
+        ("We cannot sponsor visas for this one.", ("visa_sponsorship", "no")),
+        ("Sorry, sponsorship isn't available for this role.", ("visa_sponsorship", "no")),
+        (
+            "Niall Doherty is the hiring manager for the Marketplace PM role going forward.",
+            ("hiring_manager", "Niall Doherty"),
+        ),
+    ],
+)
+def test_a_brief_states_sponsorship_and_the_hiring_manager_in_prose(text, wanted):
+    assert wanted in facets_of(doc(text, kind="brief"))
+
+
+def test_a_candidate_who_needs_a_visa_says_nothing_of_the_roles_sponsorship():
+    got = facets_of(doc("Candidate needs a visa.", "note"))
+    assert not any(k == "visa_sponsorship" for k, _ in got)
+
+
+def test_a_later_note_that_withdraws_sponsorship_stands_over_the_export():
+    export = doc("Title: Engineering Manager\nVisa sponsorship: Yes", updated="2026-01-10")
+    note = doc(
+        "Update (5 Feb): no visa sponsorship for the Keystone EM role.", "note", "d2", "2026-02-05"
+    )
+    assert ("visa_sponsorship", "no") in facets_of(export, note)

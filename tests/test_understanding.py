@@ -181,3 +181,91 @@ def test_initials_stand_for_words_written_apart_and_never_for_a_person():
 def test_the_leaf_as_subject_is_not_the_attribute_asked():
     a = read("What does this role require?", "project:p3")
     assert a.asked_key != "title"
+
+
+@pytest.mark.parametrize(
+    "question,wanted,excluded",
+    [
+        # An exclusion reaches every value listed after it.
+        (
+            "Which searches are Senior level (not Staff, Lead or Junior)?",
+            {"seniority: Senior"},
+            {"seniority: Staff", "seniority: Lead", "seniority: Junior"},
+        ),
+        (
+            "Which searches are for a Data Engineer, as opposed to a Backend Engineer?",
+            {"title: Data Engineer"},
+            {"title: Backend Engineer"},
+        ),
+        (
+            "Which roles are hybrid rather than remote?",
+            {"workplace_type: hybrid"},
+            {"workplace_type: remote"},
+        ),
+    ],
+)
+def test_values_a_question_sets_aside_are_excluded_not_required(question, wanted, excluded):
+    a = read(question)
+    assert a.form == "list" and constraints(a) == wanted
+    assert {f"{m.key}: {m.value}" for m in a.excluded} == excluded
+
+
+def test_which_leaves_hold_either_of_two_values_is_a_list_of_both():
+    a = read("Which searches are remote or hybrid?")
+    assert (a.form, a.level, a.asked_key) == ("list", "project", "workplace_type")
+    assert set(a.options) == {"remote", "hybrid"}
+
+
+def test_a_value_that_says_which_role_stays_a_constraint_whatever_follows_it():
+    a = read("When is the backend engineer supposed to start?")
+    assert constraints(a) == {"title: Backend Engineer"} and not a.context_words
+
+
+def test_the_scope_and_the_nodes_above_it_are_named_not_looked_for():
+    a = analyze(
+        "When is Priya's backend engineer in Lisbon supposed to start?",
+        VOCAB,
+        DEFAULT_SCHEMA,
+        "project",
+        {"project:p3": "Backend (Lisbon)", "seat:priya": "Priya Varga", "account:nw": "Northwind"},
+        "project:p3",
+        {"seat:priya", "account:nw"},
+    )
+    assert a.within is None and not a.mentions
+    # A node named by its id ("Tallyfin" for account:tallyfin named "Tally Financial").
+    b = analyze(
+        "Which Tallyfin roles are remote?",
+        VOCAB,
+        DEFAULT_SCHEMA,
+        "account",
+        {"account:tallyfin": "Tally Financial"},
+        "account:tallyfin",
+    )
+    assert not b.mentions and constraints(b) == {"workplace_type: remote"}
+
+
+def test_the_word_for_the_leaves_is_no_part_of_a_title():
+    vocab = ScopeVocabulary(
+        {
+            "title": ["Staff Software Engineer, Search & Recommendations", "Product Designer"],
+            "location": ["Dublin, Ireland"],
+        },
+        (),
+    )
+    a = analyze("Which searches are based in Dublin?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    assert constraints(a) == {"location: Dublin, Ireland"}
+
+
+def test_a_word_of_a_keys_name_is_no_value():
+    vocab = ScopeVocabulary(
+        {"seniority": ["Senior", "Manager (M1)"], "hiring_manager": ["Amara Okafor"]}, ()
+    )
+    a = analyze(
+        "Which searches is Amara Okafor the hiring manager for?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "account",
+        {},
+        "a",
+    )
+    assert constraints(a) == {"hiring_manager: Amara Okafor"}

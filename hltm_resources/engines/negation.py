@@ -73,7 +73,9 @@ def _negates(tokens: Sequence[str], i: int) -> bool:
     return tokens[i] in NEGATORS and after not in NEGATION_CANCELLERS
 
 
-_CONTRAST_AFTER = re.compile(r"\s*[,;(\u2013\u2014]\s*(?:but\s+)?(?:not|no|never)\b", re.I)
+_CONTRAST_AFTER = re.compile(
+    r"\s*(?:\([^()]*\)\s*)?[,;(\u2013\u2014]\s*(?:but\s+)?(?:not|no|never)\b", re.I
+)
 
 
 def negated_in_text(text: str, start: int, end: int, cue: int | None = None) -> bool:
@@ -85,8 +87,8 @@ def negated_in_text(text: str, start: int, end: int, cue: int | None = None) -> 
     before = tokenize(text[:first])
     cue_words = tokenize(text[first:start])
     span = tokenize(text[start:end])
-    # "hybrid, no longer remote", "Lisbon, not Porto": a negation set off after the span
-    # negates what follows it.
+    # "hybrid, no longer remote", "Lisbon, not Porto", "remote (in Portugal), no longer
+    # hybrid": a negation set off after the span negates what follows it.
     after = [] if _CONTRAST_AFTER.match(text, end) else tokenize(text[end:])
     tokens = before + cue_words + span + after
     return negated(tokens, len(before), len(before) + len(cue_words) + len(span))

@@ -398,6 +398,18 @@ _EXCLUDING = frozenset(
 )
 
 
+def _key_phrases(q: QuestionWords) -> list[tuple[int, int, str]]:
+    """Where the question names a key in two words or more ("hiring manager", "work
+    model"), and which."""
+    t = q.tokens
+    return [
+        (i, j, KEY_ALIASES["_".join(t[i:j])])
+        for i in range(len(t))
+        for j in range(i + 2, min(len(t), i + 4) + 1)
+        if "_".join(t[i:j]) in KEY_ALIASES
+    ]
+
+
 def _negated_in_question(q: QuestionWords, m: Mention) -> bool:
     """A value the question excludes: "not in Toronto", "except remote ones", "other than
     Berlin" (a negator or an exception word in the few words before it, in its clause)."""
@@ -722,10 +734,13 @@ def analyze(
     within, name_spans = _named_node(q, names or {})
     if within is not None and (within == scope_node or within in above):
         within = None  # "Kaito's searches" asked of Kaito's own seat
+    phrases = _key_phrases(q)
     mentions = [
         m
         for m in resolve(find_mentions(q, vocabulary), vocabulary, question)
         if not _overlaps(m, [noun_span, *name_spans])
+        # "manager" of "the hiring manager" is no seniority Manager: words of a key's name.
+        and not any(s <= m.start and m.end <= e and k != m.key for s, e, k in phrases)
     ]
     nouns = set(ROLE_NOUNS) | {w for k in vocabulary.values for w in fold(humanize_key(k)).split()}
     spans = [(m.start, m.end) for m in mentions]

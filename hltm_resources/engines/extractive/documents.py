@@ -28,6 +28,7 @@ from hltm_resources.engines.vocabulary import (
     canonical_key,
     canonical_value,
     key_rank,
+    polarity,
     workplace_of,
 )
 from hltm_resources.models import Document, Facet
@@ -85,6 +86,20 @@ _SKILLS_IN_PROSE = re.compile(
     r"requires?|hands-on experience with|experience with|proficiency in|proficient in|"
     r"expertise in)\s*:?\s+((?:[^.;\n]|\.(?=\w))+)",
     re.I,
+)
+#: Sponsorship in prose ("We can sponsor a Critical Skills permit", "we'll support a work
+#: permit", "no visa sponsorship for the Keystone role"): yes, or no when negated (a
+#: candidate who needs a visa says nothing of the role).
+_VISA_IN_PROSE = re.compile(
+    r"\b(sponsor\w*|(?:support|offer|provid)\w*\s+(?:a\s+|the\s+)?(?:visas?|work permits?))\b",
+    re.I,
+)
+#: The hiring manager named in prose ("Niall Doherty is the hiring manager for ...", "the
+#: hiring manager is Niall Doherty").
+_PERSON_NAME = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
+_MANAGER_IN_PROSE = re.compile(
+    _PERSON_NAME + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
+    r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _PERSON_NAME
 )
 #: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
 _NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
@@ -268,6 +283,20 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             if kind in ("remote", "hybrid"):
                 out.append(("workplace_type", kind, bool(_CHANGE.search(sentence))))
                 break
+    for m in _MANAGER_IN_PROSE.finditer(text):
+        name = m.group(1) or m.group(2)
+        if not negated_in_text(text, m.start(), m.end()):
+            out.append(("hiring_manager", name, _as_change(text, m.start())))
+            break
+    for m in _VISA_IN_PROSE.finditer(text):
+        rest = text[m.end() :].split("\n", 1)[0]
+        if rest.lstrip().startswith(":"):  # "Sponsorship: not available"
+            said = polarity(rest.lstrip()[1:])
+        else:
+            said = "no" if negated_in_text(text, m.start(1), m.end(1)) else "yes"
+        if said:
+            out.append(("visa_sponsorship", said, _as_change(text, m.start(1))))
+        break
     for m in _SKILLS_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
             continue
