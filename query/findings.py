@@ -235,9 +235,15 @@ def evidence_findings(
     names: Mapping[str, str],
     known_values: set[str],
     labels: frozenset[str] = frozenset(),
+    meaning: Mapping[str, float] | None = None,
 ) -> list[Finding]:
     """What the subject leaves' passages say that answers a question about a fact no facet
-    holds (see the module docstring): the best passage whose words answer, per leaf."""
+    holds (see the module docstring): the best passage whose words answer, per leaf.
+
+    ``meaning``: passage id -> closeness in meaning to the question. It orders passages the
+    words score alike, and when no passage's words answer, the few closest in meaning are
+    read ("Which candidate pulled out?" is answered by "Kenji Watanabe withdrew ...")."""
+    meaning = meaning or {}
     phrase = [w for w in fold(analysis.asked_phrase).split() if w not in STOPWORDS]
     wanted = _phrase_forms(phrase)
     cues = [fold(c) for c in (*analysis.mentions, *analysis.context_words) if c]
@@ -254,6 +260,7 @@ def evidence_findings(
     named |= {stem(w) for m in analysis.mentions for w in fold(m).split()}
     own = content - named
     scored: list[tuple[float, str, Passage]] = []
+    unworded: list[tuple[float, str, Passage]] = []
     for node in subjects:
         facts = leaves.facts.get(node)
         if facts is None:
@@ -269,13 +276,15 @@ def evidence_findings(
             score = _passage_score(p, wanted, cues, content)
             if score > 0:
                 scored.append((score, node, p))
-    scored.sort(key=lambda t: (-t[0], t[1], t[2].passage_id))
+            elif meaning and (not required or p.doc_id in naming):
+                unworded.append((meaning.get(p.passage_id, 0.0), node, p))
+    scored.sort(key=lambda t: (-t[0], -meaning.get(t[2].passage_id, 0.0), t[1], t[2].passage_id))
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     for tried, (score, node, p) in enumerate(scored):
         if (out and score < scored[0][0]) or tried >= MAX_READ:
             break  # only the passages that answer best (several notes may tie)
-        value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels, own)
+        value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels, own, required)
         if not value or (node, fold(value)) in seen:
             continue
         seen.add((node, fold(value)))
@@ -288,6 +297,14 @@ def evidence_findings(
         out.append(Finding(node, names.get(node, node), value, None, (p.doc_id,), quote))
         if len(out) >= MAX_FINDINGS:
             break
+    if not out and unworded and analysis.answer_type == "person":
+        # No passage says it in the question's words: the one closest in meaning, of a
+        # subject leaf, names whom it is about first (a note's subject).
+        _, node, p = max(unworded, key=lambda t: (t[0], t[2].passage_id))
+        people = [n for n in _people(p.text, known_values) if fold(n) not in cues]
+        if people and len(p.text) <= QUOTE_CHARS:
+            quote = _unit_naming(p.text, [fold(people[0])]) or p.text
+            out.append(Finding(node, names.get(node, node), people[0], None, (p.doc_id,), quote))
     return out
 
 
@@ -387,6 +404,7 @@ def _answer_in(
     known_values: set[str],
     labels: frozenset[str],
     content: set[str] = frozenset(),
+    named: Sequence[str] = (),
 ) -> tuple[str, str]:
     """The words of passage ``p`` that answer, and the unit they are quoted from:
 
@@ -394,7 +412,8 @@ def _answer_in(
       name; "Candidate: Goran Costa" for which candidate);
     - in prose, the words after "<what is asked> is", or for "who" the person the sentence
       naming what is asked (or the question's other words) names;
-    - else, when the passage names who or what the question is about, its sentence."""
+    - else, when the passage names who or what the question is about (``named``: the
+      names and words the question requires, not the role's values), its sentence."""
     text = p.text
     units = labelled(text, labels)
     if analysis.answer_type == "quote":
@@ -428,7 +447,8 @@ def _answer_in(
             people = [n for n in _people(sentence, known_values) if fold(n) not in cues]
             if people:
                 return people[0], sentence
-            said_of_someone = said_of_someone or sentence
+            if worded:
+                said_of_someone = said_of_someone or sentence
         elif analysis.answer_type == "number":
             m = _NUMBER.search(sentence)
             if m:
@@ -449,9 +469,10 @@ def _answer_in(
         if people:
             unit = _unit_naming(text, [fold(people[0])]) or people[0]
             return people[0], f"{unit} … {said_of_someone}"
-    if analysis.answer_type == "person" and any(c and c in fold(text) for c in cues):
+    if analysis.answer_type == "person" and any(c and c in fold(text) for c in named):
         # A note on one candidate names them once, as its subject ("Candidate: Goran Costa",
-        # "Debrief for Yusuf Costa: ...").
+        # "Debrief for Yusuf Costa: ..."), when it names what the question does ("strong
+        # gRPC depth").
         for label, value in units:
             people = _people(value, known_values) or _people(label, known_values)
             if people:

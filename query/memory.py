@@ -661,7 +661,7 @@ class Memory:
             )
             for n in facets
         ]
-        examined = self._examine(analysis, question, where, resolved, vocab)
+        examined = self._examine(analysis, question, where, resolved, vocab, qvec)
         t_end = time.perf_counter()
         context = RetrievedContext(
             resolved.node_id,
@@ -900,7 +900,13 @@ class Memory:
         return named, above
 
     def _examine(
-        self, analysis: Analysis, question: str, where: str, scope: Scope, vocab: ScopeVocabulary
+        self,
+        analysis: Analysis,
+        question: str,
+        where: str,
+        scope: Scope,
+        vocab: ScopeVocabulary,
+        qvec: np.ndarray | None = None,
     ) -> Examined:
         """The leaves a question is about (its constraints verified on every leaf of the
         scope, by facet identity or by evidence) and what answers it: the facts with their
@@ -988,8 +994,26 @@ class Memory:
                     for v in values
                     for part in (v, *v.split(","))
                 }
-                out.findings = evidence_findings(leaves, subjects, analysis, question, names, known)
+                out.findings = evidence_findings(
+                    leaves,
+                    subjects,
+                    analysis,
+                    question,
+                    names,
+                    known,
+                    meaning=self._passage_meaning(where, scope, qvec),
+                )
         return out
+
+    def _passage_meaning(
+        self, where: str, scope: Scope, qvec: np.ndarray | None
+    ) -> dict[str, float]:
+        """Each passage of the scope by its closeness in meaning to the question (MiniLM
+        cosine; the vectors are the evidence view's, held for the scope)."""
+        rows = self.retriever.rows("evidence", where, scope.node_id)
+        if qvec is None or rows is None or rows.vectors is None or not len(rows):
+            return {}
+        return dict(zip(rows.cols["passage_id"], (rows.vectors @ qvec).tolist(), strict=True))
 
     @staticmethod
     def _kept_in_scope(
