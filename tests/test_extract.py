@@ -446,3 +446,42 @@ def test_a_later_note_that_withdraws_sponsorship_stands_over_the_export():
         "Update (5 Feb): no visa sponsorship for the Keystone EM role.", "note", "d2", "2026-02-05"
     )
     assert ("visa_sponsorship", "no") in facets_of(export, note)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Field | Value |\n|---|---|\n| Job title | Payroll Specialist |\n| Level | Senior |\n"
+        "| Location | Leeds |",
+        "req_id,title,seniority,city\nNHG-1,Payroll Specialist,Senior,Leeds",
+        "FIELD;VALUE\nTitle;Payroll Specialist\nLevel;Senior\nCity;Leeds",
+        "payroll | req 7\n---\ntitle ...... Payroll Specialist\nlevel ...... Senior\n"
+        "location ... Leeds",
+        "Role :: Payroll Specialist\nSeniority :: Senior\nLocation :: Leeds",
+        "POSITION - Payroll Specialist\nBAND/LEVEL - Senior\nSITE - Leeds",
+        "## Requisition 7\n- **Title:** Payroll Specialist\n- **Seniority:** Senior\n"
+        "- **Location:** Leeds",
+        json.dumps(
+            {
+                "fields": [
+                    {"k": "Title", "v": "Payroll Specialist"},
+                    {"k": "Grade", "v": "Senior"},
+                    {"k": "Site", "v": "Leeds"},
+                ]
+            }
+        ),
+    ],
+)
+def test_an_export_is_read_whatever_layout_it_is_written_in(text):
+    got = facets_of(doc(text))
+    assert {("title", "Payroll Specialist"), ("seniority", "Senior"), ("location", "Leeds")} <= got
+
+
+def test_a_line_led_by_a_name_and_a_hyphen_is_no_field():
+    note = "Joana Ribeiro - final round with Ines.\nBeatriz Santos - portfolio review."
+    assert not any(k.startswith(("joana", "beatriz")) for k, _ in facets_of(doc(note, "note")))
+
+
+def test_a_bare_number_is_no_title():
+    got = facets_of(doc("Title: Data Engineer\nPositions: 1\nLevel: Senior"))
+    assert ("headcount", "1") in got and ("title", "1") not in got

@@ -16,11 +16,12 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
+from hltm_resources.engines.extractive.exports import labelled_pair
 from hltm_resources.models import Document, Passage
 from hltm_resources.text import collapse_ws, sentences
 
 #: Bump when passages are cut differently: it is part of every leaf's input hash.
-EVIDENCE_VERSION = 2
+EVIDENCE_VERSION = 3
 PASSAGE_CHARS = 320
 #: How much of each neighbour a passage's context carries.
 NEIGHBOUR_CHARS = 300
@@ -36,7 +37,9 @@ def natural_key(doc_id: str) -> list:
 
 
 def _flatten(obj: object, prefix: str = "") -> Iterable[str]:
-    if isinstance(obj, dict):
+    if isinstance(obj, dict) and (pair := labelled_pair(obj)) is not None:
+        yield f"{pair[0]}: {pair[1]}"  # {"label": "Job title", "value": "..."} as a person reads it
+    elif isinstance(obj, dict):
         for key, value in obj.items():
             yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(obj, list):

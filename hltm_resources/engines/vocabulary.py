@@ -59,7 +59,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "skill": (
         "skill skills required_skills must_have_skills must_haves must_have requirements "
         "tech_stack technologies key_skills competencies core_skills required_competencies "
-        "hard_skills stack required must skills_required"
+        "hard_skills stack required must skills_required essential"
     ).split(),
     "preferred_skill": (
         "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills "
@@ -79,7 +79,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "salary_range": (
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
-        "pay_band"
+        "pay_band pay"
     ).split(),
     "visa_sponsorship": (
         "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit"
@@ -90,7 +90,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "hiring_manager": "hiring_manager manager hm reports_to".split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
-        "vacancies"
+        "vacancies positions posts number_of_posts"
     ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),

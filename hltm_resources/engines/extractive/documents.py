@@ -394,6 +394,8 @@ def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
     for f in raw:
         if not f.resolved:
             unresolved[f.key].add(_bare("title", f.value))
+    for values in unresolved.values():
+        values -= _FLAGS  # a scorecard's "overall: Yes" is no visa sponsorship
     renamed: dict[str, str] = {}
     for key, values in unresolved.items():
         hits = {k for k, vs in known.items() if len(values & vs) * 2 > len(values)}
@@ -407,6 +409,10 @@ def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
             f = replace(f, key=target, value=value, resolved=True)
         out.append(f)
     return out
+
+
+#: Values that say yes or no and nothing else: they tell no attribute apart.
+_FLAGS = frozenset("yes no true false y n".split())
 
 
 def _bare(key: str, value: str) -> str:

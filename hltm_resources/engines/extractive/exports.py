@@ -24,6 +24,7 @@ What none of them explains keeps its own name; the leaf then asks its other docu
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from collections import defaultdict
@@ -46,7 +47,9 @@ from hltm_resources.text import clean_value, fold, snake_key, split_list
 #: Parts of a flattened path that say how a value is stored, not what it is.
 GENERIC_PARTS = frozenset(
     "name names value values label labels text tag tags list items item entries entry data "
-    "attributes attribute fields field info details kind mode full display raw".split()
+    "attributes attribute fields field info details kind mode full display raw "
+    # a unit a value is stated in ("salary_eur")
+    "eur usd gbp cad aud chf pln sek nok dkk".split()
 )
 #: The parts of a place in field names: a locality, its region, its country.
 PLACE_PARTS: dict[str, str] = {
@@ -105,21 +108,79 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
         if isinstance(obj, dict):
             return _typed(list(_json_fields(obj, ()))), True
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    pairs = [
-        (m.group(1), m.group(2))
-        for ln in lines
-        if (m := KV_LINE.match(ln)) and _is_label(m.group(1))
-    ]
-    structured = len(pairs) >= 2 and len(pairs) * 2 >= len(lines)
+    pairs, used = text_fields(lines)
+    structured = len(pairs) >= 2 and len(used) * 2 >= len(lines)
     fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
     return _typed(fields), structured
 
 
-#: A "Key: value" line ("Key = value", and "Key — value" with a spaced dash).
+#: A "Key: value" line ("Key = value", "Key :: value", "key ....... value", and "Key — value"
+#: with a spaced dash; "KEY - value" with a spaced hyphen when the key is written in capitals
+#: or is a known name: "Joana Ribeiro - final round" is no field).
 KV_LINE = re.compile(
     r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)"
-    r"(?:\s*[:=]|\s+[\u2013\u2014])\s*(.+?)\s*$"
+    r"(?:\s*(?:::|[:=])|\s*\.{3,}|\s+[\u2013\u2014])\s*(.+?)\s*$"
 )
+_HYPHEN_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _/().&']{0,40}?)\s+-\s+(.+?)\s*$")
+_MARKUP = re.compile(r"\*\*|__|`")
+_TABLE_RULE = re.compile(r"^[\s|:+-]+$")
+
+
+def _line_pair(line: str) -> tuple[str, str] | None:
+    """The label and value of one "Key: value" line (see :data:`KV_LINE`), or None."""
+    line = _MARKUP.sub("", line)
+    m = KV_LINE.match(line)
+    if m and _is_label(m.group(1)):
+        return m.group(1).strip(), m.group(2)
+    m = _HYPHEN_LINE.match(line)
+    if m and _is_label(m.group(1)):
+        label = m.group(1).strip()
+        known = field_key((snake_key(label),)) is not None
+        if label.isupper() or known:
+            return label, m.group(2)
+    return None
+
+
+def _cells(line: str, sep: str) -> list[str]:
+    if sep == "|":
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+    return [c.strip() for c in next(csv.reader([line], delimiter=sep))]
+
+
+def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
+    """The labelled values of a text export, and which lines hold them. An export is written
+    as "Key: value" lines (:func:`_line_pair`), as a table of two columns (markdown ``| Key |
+    Value |`` rows, ``Key;Value`` rows), or as a header line over one row of values (CSV, or a
+    markdown table): each is read as the "Key: value" lines it stands for."""
+    rows = [i for i, ln in enumerate(lines) if ln.strip().startswith("|")]
+    if len(rows) >= 2:
+        sep, table = "|", [i for i in rows if not _TABLE_RULE.match(lines[i])]
+    else:
+        first = lines[0] if lines else ""
+        sep = ";" if first.count(";") >= 1 and first.count(";") >= first.count(",") else ","
+        table = list(range(len(lines))) if len(lines) >= 2 and first.count(sep) >= 1 else []
+    if table:
+        cells = [_cells(lines[i], sep) for i in table]
+        width = len(cells[0])
+        if width >= 2 and all(len(c) == width for c in cells):
+            head = [fold(c) for c in cells[0]]
+            if width == 2:  # a column of names, a column of values
+                body = cells[1:] if head[1] in VALUE_FIELDS else cells
+                pairs = [(a, b) for a, b in body if _is_label(a) and b]
+                if len(pairs) * 2 >= len(body):
+                    return pairs, set(rows if sep == "|" else table)
+            elif len(cells) == 2 and all(_is_label(h) for h in cells[0]):
+                # a header over one record
+                return [(h, v) for h, v in zip(cells[0], cells[1], strict=True) if v], set(
+                    rows if sep == "|" else table
+                )
+    pairs, used = [], set()
+    for i, line in enumerate(lines):
+        pair = _line_pair(line)
+        if pair is not None:
+            pairs.append(pair)
+            used.add(i)
+    return pairs, used
 
 
 #: Words that make a line's lead a clause ("This one is remote-friendly: ..."), not a label.
@@ -139,11 +200,10 @@ def prose_of(text: str) -> str:
     if text.startswith("{"):
         return ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    kept = [ln for ln in lines if not ((m := KV_LINE.match(ln)) and _is_label(m.group(1)))]
-    pairs = len(lines) - len(kept)
-    if pairs < 2 or pairs * 2 < len(lines):
+    _, used = text_fields(lines)
+    if len(used) < 2 or len(used) * 2 < len(lines):
         return text  # prose, whatever a line of it looks like
-    return "\n".join(kept)
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in used)
 
 
 def field_key(path: Sequence[str]) -> str | None:
@@ -205,16 +265,18 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
 #: Field names that, in an object of two fields, say which attribute the other one holds
 #: (``{"label": "Job title", "value": "Staff Data Engineer"}``, ``{"role": "hiring manager",
 #: "name": "Ciara Byrne"}``) ...
-LABEL_FIELDS = frozenset("label key field attribute property name role kind type capacity".split())
+LABEL_FIELDS = frozenset(
+    "label key k field attribute property name role kind type capacity".split()
+)
 #: ... and the names of the field that holds the value.
-VALUE_FIELDS = frozenset("value values name person member who answer text content".split())
+VALUE_FIELDS = frozenset("value values v name person member who answer text content".split())
 
 
-def _labelled(obj: dict, item: bool) -> ExportField | None:
-    """The one value a two-field object states under the attribute its other field names
-    (see :data:`LABEL_FIELDS`): the label is the field's name, as a "Key: value" line's key
-    would be. ``{"name": "Python", "level": "Senior"}`` is not one: "level" holds no value
-    of "Python"."""
+def labelled_pair(obj: dict) -> tuple[str, str] | None:
+    """The label and the value of a two-field object that states one value under the name
+    its other field gives (see :data:`LABEL_FIELDS`): ``("Job title", "Staff Data
+    Engineer")``. ``{"name": "Python", "level": "Senior"}`` is not one: "level" holds no
+    value of "Python"."""
     if len(obj) != 2 or not all(
         isinstance(v, str | int | float) and not isinstance(v, bool) for v in obj.values()
     ):
@@ -229,9 +291,18 @@ def _labelled(obj: dict, item: bool) -> ExportField | None:
             and _is_label(label)
             and not label.strip().isdigit()
         ):
-            raw = snake_key(label)
-            return _named(raw, field_key((raw,)), str(value).strip(), False)
+            return label.strip(), str(value).strip()
     return None
+
+
+def _labelled(obj: dict, item: bool) -> ExportField | None:
+    """The field a labelled pair is (:func:`labelled_pair`): its label is the field's name,
+    as a "Key: value" line's key would be."""
+    pair = labelled_pair(obj)
+    if pair is None:
+        return None
+    raw = snake_key(pair[0])
+    return _named(raw, field_key((raw,)), pair[1], False)
 
 
 def _named(raw: str, key: str | None, value: str, listed: bool = False) -> ExportField:
@@ -299,12 +370,15 @@ _FLAG_WORDS = {"yes": True, "true": True, "y": True, "no": False, "false": False
 
 def _by_value_form(f: ExportField) -> ExportField | None:
     """A field whose value contradicts its name, by the value's form: a sum of money is a
-    salary whatever its field is called ("Band: €75,000–€88,000" is no seniority); a yes/no
+    salary whatever its field is called ("Band: €75,000–€88,000" is no seniority), a bare
+    number names no title or place (the field keeps its own name); a yes/no
     flag of a key that is not a yes/no question states the value its field is named after
     ("remote: yes" is remote), or nothing ("remote: no" says only what the role is not)."""
     value = f.value.lstrip(ITEM)
     if f.key in _WORDED_KEYS and MONEY.search(value):
         return ExportField(f.raw_key, "salary_range", f.value, f.listed, "value")
+    if f.key in _WORDED_KEYS and value.strip().isdigit():
+        return ExportField(f.raw_key, None, f.value, f.listed, None)  # "Positions: 1"
     flag = _FLAG_WORDS.get(fold(value))
     if f.key is None or f.key in YES_NO_KEYS or flag is None:
         return f

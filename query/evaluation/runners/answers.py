@@ -32,6 +32,7 @@ WORLDS: dict[str, tuple[int, str] | str] = {
     "heldout": (29, "heldout"),
     "handmade": "handmade/snapshot",
     "handmade2": "handmade2/snapshot",
+    "handmade3": "handmade3/snapshot",
 }
 ANSWER_SYSTEMS = ("hltm", "flat_rag", "full_context")
 
