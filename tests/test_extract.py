@@ -485,3 +485,43 @@ def test_a_line_led_by_a_name_and_a_hyphen_is_no_field():
 def test_a_bare_number_is_no_title():
     got = facets_of(doc("Title: Data Engineer\nPositions: 1\nLevel: Senior"))
     assert ("headcount", "1") in got and ("title", "1") not in got
+
+
+def test_an_offer_states_the_candidates_visa_not_the_roles():
+    req = doc("Title: Biomedical Engineer\nSponsorship: Yes - Skilled Worker visa")
+    offer = doc(
+        "Offer - Biomedical Engineer\nTo: Aisha Bello\nVisa: not required (settled)",
+        "offer",
+        "d2",
+        "2026-03-01",
+    )
+    assert ("visa_sponsorship", "Yes - Skilled Worker visa") in facets_of(req, offer)
+
+
+@pytest.mark.parametrize(
+    "text,wanted",
+    [
+        (
+            "Title: Nurse Specialist\nLevel: senior specialist, reports to microbiology, no team",
+            ("seniority", "Senior"),
+        ),
+        (
+            "Title: Nurse Specialist\nPosts: 2 (Rotterdam x1, Utrecht x1), on-site",
+            ("headcount", "2"),
+        ),
+        (
+            '[{"field": "Functie / Role", "answer": "Nurse Specialist"}, '
+            '{"field": "Niveau / Level", "answer": "Senior"}]',
+            ("seniority", "Senior"),
+        ),
+    ],
+)
+def test_a_value_is_what_its_field_can_hold(text, wanted):
+    assert wanted in facets_of(doc(text))
+
+
+def test_a_heading_ending_in_a_key_word_is_no_field():
+    note = doc(
+        "Customs Compliance Manager - interviews with Pieter Janssens\nKoen: final round.", "note"
+    )
+    assert not any(k == "hiring_manager" for k, _ in facets_of(note))

@@ -42,7 +42,8 @@ MULTI_KEYS = frozenset(
 ALIASES: dict[str, tuple[str, ...]] = {
     "title": (
         "title job_title jobtitle position position_title role role_title job job_name "
-        "posting_title posting_text opening opening_title requisition_title job_role req_title"
+        "posting_title posting_text opening opening_title requisition_title job_role req_title "
+        "vacancy posting"
     ).split(),
     "seniority": (
         "seniority seniority_level level career_level experience_level job_level grade band"
@@ -82,15 +83,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "pay_band pay"
     ).split(),
     "visa_sponsorship": (
-        "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit"
+        "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit sponsor"
     ).split(),
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
-    "hiring_manager": "hiring_manager manager hm reports_to".split(),
+    "hiring_manager": "hiring_manager manager hm reports_to hiring_lead".split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
-        "vacancies positions posts number_of_posts"
+        "vacancies positions posts number_of_posts seats"
     ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
@@ -231,6 +232,13 @@ def canonical_value(key: str, value: str) -> str | None:
         return workplace_of(value) or value
     if key == "seniority" and folded in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded]
+    if key == "seniority" and len(folded.split()) > 4:
+        # A sentence under a level's name: its leading level word ("senior specialist,
+        # reports to ..."), else nothing ("she said senior, but ...").
+        first = folded.split()[0]
+        return SENIORITY_WORDS.get(first)
+    if key in NUMBER_DESCRIPTIONS and (m := re.match(r"\s*(\d+)\b", value)):
+        return m.group(1)  # "2 (Rotterdam x1, Utrecht x1), on-site"
     if key == "location":
         value = re.sub(r"\s*\([^()]*\)", "", value).strip() or value  # "Ireland (remote)"
     if key in ("title", "location", "department", "language"):

@@ -25,6 +25,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     SENIORITY_WORDS,
+    YES_NO_KEYS,
     canonical_key,
     canonical_value,
     key_rank,
@@ -138,7 +139,9 @@ class FeedbackEvent:
 def is_feedback_kind(kind: str) -> bool:
     """A document kind that holds notes on candidates rather than a description of the role."""
     kind = kind.lower()
-    return any(w in kind for w in ("feedback", "interview", "scorecard", "reject", "debrief"))
+    return any(
+        w in kind for w in ("feedback", "interview", "scorecard", "reject", "debrief", "offer")
+    )
 
 
 def _is_feedback(doc: Document) -> bool:
@@ -354,6 +357,8 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # in prose, only a line led by a well-known key name counts
         if feedback and f.by not in ("name", None):
             continue  # a note on a candidate is not read for the role's facts by their form
+        if feedback and key in YES_NO_KEYS:
+            continue  # "Visa: not required (settled status)": the candidate's, not the role's
         found.append((key, f.value, True, f.key is not None or key in KEY_ORDER, False))
     if not feedback:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))

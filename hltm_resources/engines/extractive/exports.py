@@ -100,12 +100,12 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
     """The fields of a JSON or "Key: value" document, and whether it is structured (JSON,
     or at least two lines and half of them ``key: value``)."""
     text = text.strip()
-    if text.startswith("{"):
+    if text.startswith(("{", "[")):
         try:
             obj = json.loads(text)
         except (json.JSONDecodeError, ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict):
+            obj = None  # "[09:14] Marloes: ..." is a chat, not JSON
+        if isinstance(obj, dict) or (isinstance(obj, list) and obj):
             return _typed(list(_json_fields(obj, ()))), True
     lines = [ln for ln in text.splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
@@ -135,8 +135,8 @@ def _line_pair(line: str) -> tuple[str, str] | None:
     m = _HYPHEN_LINE.match(line)
     if m and _is_label(m.group(1)):
         label = m.group(1).strip()
-        known = field_key((snake_key(label),)) is not None
-        if label.isupper() or known:
+        # Only a whole known name: "Customs Compliance Manager - interviews" is a heading.
+        if label.isupper() or snake_key(label) in KEY_ALIASES:
             return label, m.group(2)
     return None
 
