@@ -281,12 +281,16 @@ def evidence_findings(
     scored.sort(key=lambda t: (-t[0], -meaning.get(t[2].passage_id, 0.0), t[1], t[2].passage_id))
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    answered: dict[str, float] = {}  # leaf -> the score of its passages that answered
     for tried, (score, node, p) in enumerate(scored):
-        if (out and score < scored[0][0]) or tried >= MAX_READ:
-            break  # only the passages that answer best (several notes may tie)
+        if tried >= MAX_READ:
+            break
+        if node in answered and score < answered[node]:
+            continue  # per leaf, only the passages that answer best (several notes may tie)
         value, quote = _answer_in(p, wanted, analysis, cues, known_values, labels, own, required)
         if not value or (node, fold(value)) in seen:
             continue
+        answered[node] = score
         seen.add((node, fold(value)))
         if analysis.answer_type == "person" and quote and cues:
             # The note names its candidate in one unit and what the question says of them
@@ -443,6 +447,12 @@ def _answer_in(
         worded = analysis.answer_type != "value" and bool(content & {stem(t) for t in tokens})
         if not (names_it or cued or worded):
             continue
+        if (
+            analysis.answer_type == "person"
+            and len(units) >= 2
+            and not (names_it or worded or any(c and c in fold(sentence) for c in named))
+        ):
+            continue  # an export's fields of the role ("level: Junior") name no one to answer
         if analysis.answer_type == "person":
             people = [n for n in _people(sentence, known_values) if fold(n) not in cues]
             if people:
