@@ -271,3 +271,86 @@ def test_hand_written_questions_on_the_hand_made_world(handmade):
     out = eval_answers(settings, FIXTURES / "handmade.jsonl", world="handmade", systems=("hltm",))
     scores = out["systems"]["hltm"]["scores"]
     assert scores["all"]["mean"] >= 0.90, scores
+
+
+# -- a second world written by hand: other export layouts, updates over time ------------------
+
+
+@pytest.fixture(scope="module")
+def handmade2(tmp_path_factory):
+    from query.evaluation.runners.answers import snapshot_home
+
+    settings = Settings.from_env(tmp_path_factory.mktemp("handmade2"))
+    home = snapshot_home(settings, FIXTURES / "handmade2" / "snapshot")
+    memory = Memory(home, log_queries=False)
+    yield settings, memory
+    memory.close()
+
+
+@pytest.mark.parametrize(
+    "scope,question,value,node,doc",
+    [
+        # Said in other words than the question's ("pulled out" / "withdrew"): by meaning.
+        (
+            "account:tallyfin",
+            "Which candidate pulled out of the Staff Data Engineer process?",
+            "Kenji Watanabe",
+            "project:tf-02",
+            "tf-02-d3",
+        ),
+        # A short note says it of its subject ("Joana Ribeiro - final round ... OFFER").
+        (
+            "account:larkspur",
+            "Who did we make the offer to for the Lisbon product designer job?",
+            "Joana Ribeiro",
+            "project:lk-04",
+            "lk-04-d4",
+        ),
+        # A later note changes the hiring manager the requisition named.
+        (
+            "seat:larkspur-maren",
+            "Who's the hiring manager on Maren's marketplace PM search now?",
+            "Niall Doherty",
+            "project:lk-09",
+            "lk-09-d2",
+        ),
+        # The recruiter named beside the role ("Priya's") narrows nothing.
+        (
+            "seat:tallyfin-priya",
+            "When is Priya's fraud data scientist in Warsaw supposed to start?",
+            "18 May 2026",
+            "project:tf-04",
+            "tf-04-d2",
+        ),
+        # A requisition written as a list of {label, value} fields.
+        (
+            "project:tf-02",
+            "Who is the hiring manager?",
+            "Amara Okafor",
+            "project:tf-02",
+            "tf-02-d1",
+        ),
+    ],
+)
+def test_facts_in_other_layouts_and_later_notes_are_answered(
+    handmade2, scope, question, value, node, doc
+):
+    _, memory = handmade2
+    r = memory.ask(question, scope=scope)
+    assert r.answer.startswith(f"{value} — "), r.answer
+    assert f"({node}), from {doc}" in r.answer
+
+
+@pytest.mark.parametrize(
+    "question,wanted",
+    [
+        # tf-09's requisition says hybrid; a later note: "now fully remote, no longer hybrid".
+        ("Which Tallyfin roles are fully remote right now?", {"tf-06", "tf-09", "tf-14"}),
+        # tf-08's requisition says yes; a later note: "no visa sponsorship ... after all".
+        ("Which Tallyfin searches can still sponsor a visa?", {"tf-01", "tf-02", "tf-04", "tf-07"}),
+    ],
+)
+def test_a_later_statement_stands_over_the_requisition(handmade2, question, wanted):
+    _, memory = handmade2
+    r = memory.ask(question, scope="account:tallyfin")
+    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
