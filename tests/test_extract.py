@@ -525,3 +525,15 @@ def test_a_heading_ending_in_a_key_word_is_no_field():
         "Customs Compliance Manager - interviews with Pieter Janssens\nKoen: final round.", "note"
     )
     assert not any(k == "hiring_manager" for k, _ in facets_of(note))
+
+
+def test_a_chat_of_names_and_sentences_is_prose_not_an_export():
+    chat = doc(
+        "Iris: ok. if Ravi is good we're done with the second FE seat\n"
+        "Omar: Iris, Daan starts 1 April and the role is now fully remote for everyone\n"
+        "Iris: great, thanks Omar, let's close the posting once Ravi signs",
+        "chat",
+    )
+    got = facets_of(chat)
+    assert not any(k in ("iris", "omar") for k, _ in got)
+    assert ("workplace_type", "remote") in got  # its sentences are read as prose

@@ -269,3 +269,8 @@ def test_a_word_of_a_keys_name_is_no_value():
         "a",
     )
     assert constraints(a) == {"hiring_manager: Amara Okafor"}
+
+
+def test_a_question_for_a_date_by_its_noun_asks_for_a_date():
+    a = read("What's the start date on the Lisbon backend search?")
+    assert a.form == "fact" and a.answer_type == "date"

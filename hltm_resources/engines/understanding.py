@@ -84,6 +84,8 @@ _LEADING = frozenset(
     "s is are was were do does did the this that these those its their our my "
     "his her a an of all".split()
 )
+#: Nouns that ask for a date.
+_DATE_NOUNS = frozenset("date day deadline".split())
 #: Words that rank what follows ("the most common location"): not part of the noun.
 _RANKING = frozenset("most more common commonest frequent usual typical top main popular".split())
 #: Verbs a wh-question may go on with, which end the noun it asks for: regular past forms
@@ -905,6 +907,8 @@ def analyze(
                 asked_key = None
         if verb_question and wh == "what":
             answer_type = "quote"  # "what happened with ...": the passage itself
+        if answer_type == "value" and phrase and _singular(phrase.split()[-1]) in _DATE_NOUNS:
+            answer_type = "date"  # "what's the start date", "what target day"
         if not at_leaf and not about_one and asked_key in vocabulary.values and not phrase:
             form = "distribution"  # a fact about the whole scope: how it is spread
     if form in ("fact", "why") and loose:

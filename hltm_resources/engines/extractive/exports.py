@@ -109,9 +109,16 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
             return _typed(list(_json_fields(obj, ()))), True
     lines = [ln for ln in text.splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
-    structured = len(pairs) >= 2 and len(used) * 2 >= len(lines)
+    structured = len(pairs) >= 2 and len(used) * 2 >= len(lines) and not _is_chat(pairs)
     fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
     return _typed(fields), structured
+
+
+def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
+    """Lines of "Name: sentence" (a chat, minutes, a list of notes on candidates), not of
+    "Key: value": most values are sentences (more than six words)."""
+    long = sum(len(v.split()) > 6 for _, v in pairs)
+    return long * 2 > len(pairs)
 
 
 #: A "Key: value" line ("Key = value", "Key :: value", "key ....... value", and "Key — value"
@@ -200,8 +207,8 @@ def prose_of(text: str) -> str:
     if text.startswith("{"):
         return ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    _, used = text_fields(lines)
-    if len(used) < 2 or len(used) * 2 < len(lines):
+    pairs, used = text_fields(lines)
+    if len(used) < 2 or len(used) * 2 < len(lines) or _is_chat(pairs):
         return text  # prose, whatever a line of it looks like
     return "\n".join(ln for i, ln in enumerate(lines) if i not in used)
 
