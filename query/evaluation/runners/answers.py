@@ -26,7 +26,8 @@ from query.memory import Memory
 #: The worlds the hand-written questions were written over: ``demo`` is what ``hltm demo``
 #: builds (seed 7, dev phrasing); ``heldout`` a world of the held-out phrasing half;
 #: ``handmade`` a snapshot written by hand, independent of the generator (its directory
-#: under ``tests/fixtures/answers``); ``handmade2`` another, by another hand (reported only).
+#: under ``tests/fixtures/answers``); ``handmade2`` and ``handmade3`` others, by other hands
+#: (which were read and which only reported: ``tests/fixtures/answers/README.md``).
 WORLDS: dict[str, tuple[int, str] | str] = {
     "demo": (7, "dev"),
     "heldout": (29, "heldout"),
