@@ -210,5 +210,6 @@ NUMBER_WORDS = {
 
 
 def number_pattern(words: Iterable[str]) -> re.Pattern[str]:
-    """A number in digits or as one of ``words`` (a whole word, any case)."""
-    return re.compile(r"\b(\d+|" + "|".join(re.escape(w) for w in words) + r")\b", re.I)
+    """A number in digits or as one of ``words`` (a whole word, any case); digits that end an
+    identifier ("TF-R-0427", "v2") are none."""
+    return re.compile(r"(?<![\w-])(\d+|" + "|".join(re.escape(w) for w in words) + r")\b", re.I)

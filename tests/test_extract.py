@@ -537,3 +537,10 @@ def test_a_chat_of_names_and_sentences_is_prose_not_an_export():
     got = facets_of(chat)
     assert not any(k in ("iris", "omar") for k, _ in got)
     assert ("workplace_type", "remote") in got  # its sentences are read as prose
+
+
+def test_digits_that_end_an_identifier_are_no_number():
+    from hltm_resources.text import NUMBER_WORDS, number_pattern
+
+    found = number_pattern(NUMBER_WORDS).findall("requisition_id: TF-R-0427 Openings: 2, v2")
+    assert found == ["2"]

@@ -274,3 +274,19 @@ def test_a_word_of_a_keys_name_is_no_value():
 def test_a_question_for_a_date_by_its_noun_asks_for_a_date():
     a = read("What's the start date on the Lisbon backend search?")
     assert a.form == "fact" and a.answer_type == "date"
+
+
+def test_a_measure_asks_for_a_number_and_a_verb_is_no_agent_noun():
+    vocab = ScopeVocabulary(
+        {"title": ["Customer Support Team Lead"], "seniority": ["Lead", "Manager (M1)"]}, ()
+    )
+    a = analyze(
+        "How big a team should the new lead already have managed?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "project",
+        {},
+        "project:p1",
+    )
+    assert a.answer_type == "number" and a.asked_phrase == "team"
+    assert "seniority: Manager (M1)" not in constraints(a)

@@ -84,6 +84,11 @@ _LEADING = frozenset(
     "s is are was were do does did the this that these those its their our my "
     "his her a an of all".split()
 )
+#: "How big", "how long": a question for a measure, answered by a number.
+_HOW_MEASURE = re.compile(
+    r"^\W*how\s+(?:big|large|long|old|high|far|small)\b(?:\s+(?:a|an|the|is|are|was)\s+(\w+))?",
+    re.I,
+)
 #: Nouns that ask for a date.
 _DATE_NOUNS = frozenset("date day deadline".split())
 #: Words that rank what follows ("the most common location"): not part of the noun.
@@ -242,6 +247,8 @@ def _word_matches(q: str, v: str) -> str | None:
         return "exact"
     if len(q) < 4 or len(v) < 4:
         return None
+    if q.endswith("ed") and v.endswith(("er", "or")):
+        return None  # a past participle is no agent noun: "managed" is no "Manager"
     sq, sv = stem(q), stem(v)
     if sq == sv:
         return "stem"
@@ -580,7 +587,7 @@ ADJECTIVAL_KEYS = frozenset({"workplace_type", "seniority"})
 #: Words after a value that end its phrase (no noun it could modify).
 _FUNCTION_WORDS = frozenset(
     "versus vs plus either both only too also now please right yet still anymore ones "
-    "first instead rather".split()
+    "first instead rather already ever just really usually currently".split()
 )
 
 
@@ -848,7 +855,10 @@ def analyze(
             excluded=tuple(excluded),
         )
     role_noun = bool(noun) and _singular(noun[-1]) in {"role", "position", "job"}
-    if wh in ("how many", "how much"):
+    if measure := _HOW_MEASURE.match(question):
+        # "How big a team ...", "How long ...": a number, said of the noun that follows.
+        answer_type, phrase = "number", measure.group(1) or ""
+    elif wh in ("how many", "how much"):
         if noun_level and not at_leaf:
             form, level, answer_type = "count", noun_level, "number"
         else:
@@ -883,7 +893,12 @@ def analyze(
     elif wh == "when":
         answer_type, phrase = "date", " ".join(noun)
     worded: list[str] = []
-    if form in ("fact", "distribution") and asked_key is None and not (named and not noun_level):
+    if (
+        form in ("fact", "distribution")
+        and asked_key is None
+        and not (named and not noun_level)
+        and not (measure and phrase)
+    ):
         # Words that go with a key ("office" with locations) are a hint, weighed with the
         # question's meaning where the question is read (Memory._asked_by_meaning).
         taken = {c.key for c in constraints}
