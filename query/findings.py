@@ -611,6 +611,7 @@ def why_findings(
         if facts is None:
             continue
         notes = [p for p in facts.passages if any(n and n in fold(p.text) for n in people)]
+        told: set[str] = set()
         for p in notes:
             reasons = [
                 v for (k, v), sources in facts.sources.items() if k == key and p.doc_id in sources
@@ -624,15 +625,12 @@ def why_findings(
                 out.append(
                     Finding(node, names.get(node, node), reason, key, (p.doc_id,), p.text.strip())
                 )
-            if not reasons:
-                out.append(
-                    Finding(
-                        node,
-                        names.get(node, node),
-                        p.text.strip(),
-                        None,
-                        (p.doc_id,),
-                        p.text.strip(),
-                    )
-                )
+            if not reasons and p.doc_id not in told:
+                # No reason stated as such: the note itself, whole when it is short (its
+                # header names the candidate, its body says what happened).
+                told.add(p.doc_id)
+                note = " ".join(q.text.strip() for q in facts.passages if q.doc_id == p.doc_id)
+                if len(note) > 2 * QUOTE_CHARS:
+                    note = note[: 2 * QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
+                out.append(Finding(node, names.get(node, node), note, None, (p.doc_id,), note))
     return out

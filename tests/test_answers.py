@@ -354,3 +354,11 @@ def test_a_later_statement_stands_over_the_requisition(handmade2, question, want
     _, memory = handmade2
     r = memory.ask(question, scope="account:tallyfin")
     assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+
+
+def test_why_a_named_candidate_was_turned_down_quotes_the_note_when_no_reason_is_labelled(
+    handmade2,
+):
+    _, memory = handmade2
+    r = memory.ask("Why did Niamh Kelly get rejected?", scope="project:lk-01")
+    assert "Fell down on the Spark section" in r.answer and "lk-01-d3" in r.answer
