@@ -544,3 +544,24 @@ def test_digits_that_end_an_identifier_are_no_number():
 
     found = number_pattern(NUMBER_WORDS).findall("requisition_id: TF-R-0427 Openings: 2, v2")
     assert found == ["2"]
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("Rotterdam", "Rotterdam HQ"),
+        ("Rotterdam", "Rotterdam - Northmere Maasstad Hospital"),
+        ("Manchester", "St Aldhelm's Hospital, Manchester"),
+        ("Leeds", "Northmere Leeds General, Leeds"),
+    ],
+)
+def test_a_place_is_its_city_whatever_site_or_facility_is_named_with_it(a, b):
+    from hltm_resources.engines.vocabulary import same_value_key
+
+    assert same_value_key("location", a) == same_value_key("location", b)
+    assert same_value_key("location", "Leeds") != same_value_key("location", "Manchester")
+
+
+def test_an_occupation_under_a_department_name_is_a_title():
+    got = facets_of(doc("Function :: Night Shift Dispatcher\nLevel :: Medior\nDepot :: Venlo"))
+    assert ("title", "Night Shift Dispatcher") in got

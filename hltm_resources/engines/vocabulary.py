@@ -270,12 +270,16 @@ def same_value_key(key: str, value: str) -> str:
     "Lisbon" is "Lisbon, Portugal"). Nothing looser: Junior is not Senior, "Mid-Senior
     level" is not "Senior", Backend Engineer is not Frontend Engineer. A qualifier in
     parentheses is not part of the value ("Backend Engineer (Go)", "Berlin (Kreuzberg)"), nor
-    is a site word after a city ("Berlin HQ")."""
+    is a site word after a city ("Berlin HQ"), a site after a dash ("Rotterdam - Maasstad
+    Hospital") or a facility before the city ("St Aldhelm's Hospital, Manchester")."""
     if key in YES_NO_KEYS and (said := polarity(value)):
         return said  # "Skilled Worker visa available" is a yes
     value = _QUALIFIER.sub(" ", value)  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
-        words = fold(value.split(",")[0]).split()
+        parts = [p for p in re.split(r",|\s[-\u2013\u2014]\s", value) if fold(p)]
+        if len(parts) > 1 and set(fold(parts[0]).split()) & _FACILITY_WORDS:
+            parts = parts[1:]  # "St Aldhelm's Hospital, Manchester" is Manchester
+        words = fold(parts[0] if parts else value).split()
         while len(words) > 1 and words[-1] in _SITE_WORDS:
             words.pop()  # "Berlin HQ" is Berlin
         return " ".join(words)
@@ -284,6 +288,11 @@ def same_value_key(key: str, value: str) -> str:
 
 #: Words after a city that name a site of it, not another place.
 _SITE_WORDS = frozenset("hq headquarters office offices campus hub lab site area metro".split())
+#: Words of a facility named before its city ("Northmere Leeds General, Leeds").
+_FACILITY_WORDS = frozenset(
+    "hospital general clinic centre center campus building park port depot warehouse plant "
+    "factory site office hq headquarters hub lab".split()
+)
 
 
 #: A parenthesized qualifier of a value ("Berlin (Kreuzberg)").

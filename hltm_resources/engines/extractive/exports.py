@@ -73,7 +73,9 @@ TITLE_HEADS = frozenset(
     "teacher physician therapist pharmacist programmer editor assistant supervisor "
     "operator clerk agent counsel attorney lawyer buyer planner liaison partner head "
     "scientist specialist economist chemist physicist dentist journalist artist linguist "
-    "statistician illustrator".split()
+    "statistician illustrator dispatcher driver controller mechanic radiographer declarant "
+    "auditor cashier chef pilot welder paralegal porter courier surveyor underwriter actuary "
+    "broker trader".split()
 )
 #: An occupation by its suffix ("Dietician", "Radiologist"); "-ist" alone is too common in
 #: surnames ("Lindqvist"), its occupations are listed above.
@@ -384,6 +386,8 @@ def _by_value_form(f: ExportField) -> ExportField | None:
     value = f.value.lstrip(ITEM)
     if f.key in _WORDED_KEYS and MONEY.search(value):
         return ExportField(f.raw_key, "salary_range", f.value, f.listed, "value")
+    if f.key == "department" and is_title(value):
+        return ExportField(f.raw_key, "title", f.value, f.listed, "value")  # "Function: Driver"
     if f.key in _WORDED_KEYS and value.strip().isdigit():
         return ExportField(f.raw_key, None, f.value, f.listed, None)  # "Positions: 1"
     flag = _FLAG_WORDS.get(fold(value))
