@@ -290,3 +290,9 @@ def test_a_measure_asks_for_a_number_and_a_verb_is_no_agent_noun():
     )
     assert a.answer_type == "number" and a.asked_phrase == "team"
     assert "seniority: Manager (M1)" not in constraints(a)
+
+
+def test_a_yes_no_question_over_a_seat_asks_the_value_after_the_roles_noun():
+    a = read("Is the Lisbon backend search remote?")
+    assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}
+    assert (a.asked_key, a.options, a.yes_no) == ("workplace_type", ("remote",), True)

@@ -945,6 +945,19 @@ def analyze(
     if form == "fact" and not asked_key and not phrase and answer_type == "value" and yes_no:
         # "Is this role remote?": the key of the value it names.
         asked_key = constraints[0].key if constraints else None
+        subject = next(
+            (i for i, t in enumerate(q.tokens) if _singular(t) in LEAF_WORDS), len(q.tokens)
+        )
+        after = [
+            c
+            for c in constraints
+            if any(m.key == c.key and m.value == c.value and m.start > subject for m in mentions)
+        ]
+        if not at_leaf and after and len(after) < len(constraints):
+            # "Is the Dublin SRE search remote?": the values before the role's noun say which
+            # role, the one after it is what is asked (an option to check, not a filter).
+            asked_key, options = after[-1].key, (after[-1].value or "",)
+            constraints = [c for c in constraints if c != after[-1]]
     return Analysis(
         form=form,
         asked_key=asked_key,

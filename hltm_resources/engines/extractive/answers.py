@@ -36,7 +36,7 @@ def answer_analyzed(context: RetrievedContext, schema: TreeSchema) -> Answer | N
 
 def _what(analysis: Analysis) -> str:
     parts = [f"{humanize_key(m.key)} {m.value}" for m in analysis.constraints]
-    if analysis.options and analysis.asked_key:
+    if analysis.options and analysis.asked_key and analysis.form != "fact":
         parts.append(f"{humanize_key(analysis.asked_key)} {' or '.join(analysis.options)}")
     parts += [f"not {humanize_key(m.key)} {m.value}" for m in analysis.excluded]
     return join_human(parts)
@@ -148,11 +148,17 @@ def _yes_no(analysis: Analysis, findings: list[Finding]) -> str:
     if not analysis.yes_no or not analysis.asked_key:
         return ""
     asked = [c.value or "" for c in analysis.constraints if c.key == analysis.asked_key]
+    asked += list(analysis.options)  # "Is the Dublin search remote?" asked over a seat
     if not asked:
         return ""
     key = analysis.asked_key
-    held = {same_value_key(key, f.value) for f in findings}
-    return "Yes: " if any(same_value_key(key, a) in held for a in asked) else "No: "
+    wanted = {same_value_key(key, a) for a in asked}
+    says: dict[str, bool] = {}  # per node: does it hold what is asked?
+    for f in findings:
+        says[f.node_id] = says.get(f.node_id, False) or same_value_key(key, f.value) in wanted
+    if all(says.values()):
+        return "Yes: "
+    return "No: " if not any(says.values()) else ""  # several nodes, not all alike
 
 
 def _why(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> Answer:
