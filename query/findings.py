@@ -241,8 +241,8 @@ def evidence_findings(
     holds (see the module docstring): the best passage whose words answer, per leaf.
 
     ``meaning``: passage id -> closeness in meaning to the question. It orders passages the
-    words score alike, and when no passage's words answer, the few closest in meaning are
-    read ("Which candidate pulled out?" is answered by "Kenji Watanabe withdrew ...")."""
+    words score alike; and when no passage's words answer "who", the short passage closest in
+    meaning names its subject ("Which candidate pulled out?": "Kenji Watanabe withdrew ...")."""
     meaning = meaning or {}
     phrase = [w for w in fold(analysis.asked_phrase).split() if w not in STOPWORDS]
     wanted = _phrase_forms(phrase)

@@ -1,4 +1,5 @@
-"""Reading a structured export (a JSON object, or "Key: value" lines) into attributes.
+"""Reading a structured export (JSON, "Key: value" lines, a table, a CSV record) into
+attributes.
 
 Every ATS names its fields its own way, so a field's attribute is read from three things, in
 this order:
@@ -99,8 +100,9 @@ class ExportField:
 
 
 def read_export(text: str) -> tuple[list[ExportField], bool]:
-    """The fields of a JSON or "Key: value" document, and whether it is structured (JSON,
-    or at least two lines and half of them ``key: value``)."""
+    """The fields of a JSON (object or array) or text export (:func:`text_fields`), and
+    whether it is structured (JSON, or at least two lines and half of them fields, and not a
+    chat)."""
     text = text.strip()
     if text.startswith(("{", "[")):
         try:
@@ -206,13 +208,21 @@ def prose_of(text: str) -> str:
     """The part of a text document that is prose: all of it, or in a list of "Key: value"
     lines the lines that are not (a brief in bullets mixes both)."""
     text = text.strip()
-    if text.startswith("{"):
+    if text.startswith("{") or (text.startswith("[") and _is_json(text)):
         return ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
     if len(used) < 2 or len(used) * 2 < len(lines) or _is_chat(pairs):
         return text  # prose, whatever a line of it looks like
     return "\n".join(ln for i, ln in enumerate(lines) if i not in used)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def field_key(path: Sequence[str]) -> str | None:
@@ -251,7 +261,7 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
             yield from _json_fields(element, path, item=True)
         return
     if isinstance(obj, dict):
-        labelled = _labelled(obj, item)
+        labelled = _labelled(obj)
         if labelled is not None:
             yield labelled
             return
@@ -304,7 +314,7 @@ def labelled_pair(obj: dict) -> tuple[str, str] | None:
     return None
 
 
-def _labelled(obj: dict, item: bool) -> ExportField | None:
+def _labelled(obj: dict) -> ExportField | None:
     """The field a labelled pair is (:func:`labelled_pair`): its label is the field's name,
     as a "Key: value" line's key would be."""
     pair = labelled_pair(obj)
