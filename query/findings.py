@@ -26,7 +26,7 @@ from hltm_resources.engines.extractive.exports import TITLE_HEADS
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import stem
 from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, SENIORITY_WORDS, same_value_key
-from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, number_pattern
+from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, humanize_key, number_pattern
 from query.verification import (
     KnownValues,
     LeafFacts,
@@ -310,6 +310,20 @@ def evidence_findings(
             quote = _unit_naming(p.text, [fold(people[0])]) or p.text
             out.append(Finding(node, names.get(node, node), people[0], None, (p.doc_id,), quote))
     return out
+
+
+def states_key(facts: LeafFacts | None, key: str) -> bool:
+    """Whether a leaf states a value of ``key``: a facet of it, or a passage that names it
+    as a label ("Code name: x", "codename x", "internal code name - x")."""
+    if facts is None:
+        return False
+    if facts.values.get(key):
+        return True
+    forms = _phrase_forms(fold(humanize_key(key)).split())
+    return any(
+        any(_has_stems(_read(p).stems, [stem(w) for w in form]) for form in forms)
+        for p in facts.passages
+    )
 
 
 def _phrase_forms(words: list[str]) -> list[list[str]]:

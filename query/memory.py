@@ -52,6 +52,7 @@ from query.findings import (
     key_findings,
     mentioned_values,
     part_findings,
+    states_key,
     why_findings,
 )
 from query.retrieval import Retriever, ViewRows
@@ -935,7 +936,7 @@ class Memory:
             # "Staff or Principal": the leaves holding either option, with the rest.
             either = [[*wanted, MicroQuery(analysis.asked_key, o)] for o in analysis.options]
             wanted = either[0]
-        constrained = bool(wanted or analysis.excluded)
+        constrained = bool(wanted or analysis.excluded or analysis.holding)
         if constrained and not at_leaf:
             kept = set(pool)
             found: dict[str, LeafMatch] = {}
@@ -944,8 +945,10 @@ class Memory:
                 for m in leaves.verify(query, schema, vocab.values, names):
                     if m.node_id in kept:
                         found.setdefault(m.node_id, m)
-            if not wanted:  # only exclusions: every leaf of the scope but those
+            if not wanted:  # only exclusions or keys held: every leaf of the scope, then those
                 found = {n: LeafMatch(n, (), names.get(n, n)) for n in pool}
+            for key in analysis.holding:  # "... that have a code name": they state one
+                found = {n: m for n, m in found.items() if states_key(leaves.facts.get(n), key)}
             for m in analysis.excluded:  # "... but not in Toronto": those leaves leave
                 query = ParsedQuery("retrieval", (m,))
                 for hit in leaves.verify(query, schema, vocab.values, names):

@@ -362,3 +362,11 @@ def test_why_a_named_candidate_was_turned_down_quotes_the_note_when_no_reason_is
     _, memory = handmade2
     r = memory.ask("Why did Niamh Kelly get rejected?", scope="project:lk-01")
     assert "Fell down on the Spark section" in r.answer and "lk-01-d3" in r.answer
+
+
+def test_searches_that_have_a_code_name_are_those_that_state_one(handmade2):
+    _, memory = handmade2
+    r = memory.ask("How many Tallyfin searches have a code name?", scope="account:tallyfin")
+    # tf-01 (CodeName in its export) and tf-08 (Keystone): not every search of the account.
+    assert {"project:tf-01", "project:tf-08"} <= set(r.references)
+    assert "project:tf-03" not in r.references and len(r.references) < 14

@@ -296,3 +296,13 @@ def test_a_yes_no_question_over_a_seat_asks_the_value_after_the_roles_noun():
     a = read("Is the Lisbon backend search remote?")
     assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}
     assert (a.asked_key, a.options, a.yes_no) == ("workplace_type", ("remote",), True)
+
+
+def test_leaves_that_have_an_attribute_hold_any_value_of_it():
+    vocab = ScopeVocabulary({"title": ["Backend Engineer"], "code_name": ["Copperline"]}, ())
+    a = analyze("How many searches have a code name?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    assert (a.form, a.holding, a.constraints) == ("count", ("code_name",), ())
+    b = analyze(
+        "Which searches have had a candidate withdraw?", vocab, DEFAULT_SCHEMA, "account", {}, "a"
+    )
+    assert b.holding == ()

@@ -134,6 +134,9 @@ class Analysis:
     worded: tuple[str, ...] = ()
     #: Values the answer's nodes must not hold ("... but not in Toronto").
     excluded: tuple[MicroQuery, ...] = ()
+    #: Keys the answer's nodes must state, whatever the value ("searches that have a code
+    #: name").
+    holding: tuple[str, ...] = ()
 
     def describe(self) -> dict:
         """JSON-ready, for ``ask --json``, the query log and the LLM engine's prompt."""
@@ -151,6 +154,8 @@ class Analysis:
             out["options"] = list(self.options)
         if self.excluded:
             out["excluded"] = [f"{m.key}: {m.value}" for m in self.excluded]
+        if self.holding:
+            out["holding"] = list(self.holding)
         return out
 
 

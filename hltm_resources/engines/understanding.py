@@ -89,6 +89,12 @@ _HOW_MEASURE = re.compile(
     r"^\W*how\s+(?:big|large|long|old|high|far|small)\b(?:\s+(?:a|an|the|is|are|was)\s+(\w+))?",
     re.I,
 )
+#: "have a code name", "with an internal name": an attribute the leaves must state.
+_HAVING = re.compile(
+    r"\b(?:have|has|having|with|carry|carries)\s+(?:a|an|any|some)\s+((?:[\w-]+\s+){0,2}[\w-]+?)"
+    r"\s*(?:\?|$|\b(?:and|or|in|at|for|on)\b)",
+    re.I,
+)
 #: Nouns that ask for a date.
 _DATE_NOUNS = frozenset("date day deadline".split())
 #: Words that rank what follows ("the most common location"): not part of the noun.
@@ -958,6 +964,12 @@ def analyze(
             # role, the one after it is what is asked (an option to check, not a filter).
             asked_key, options = after[-1].key, (after[-1].value or "",)
             constraints = [c for c in constraints if c != after[-1]]
+    holding: tuple[str, ...] = ()
+    if form in ("list", "count") and (having := _HAVING.search(question)):
+        # "Which searches have a code name?": the leaves that state one, whatever it is.
+        key = attribute_key(fold(having.group(1)).split(), vocabulary)
+        if key in vocabulary.values and all(c.key != key for c in constraints):
+            holding = (key,)
     return Analysis(
         form=form,
         asked_key=asked_key,
@@ -973,6 +985,7 @@ def analyze(
         asked_by=asked_by,
         worded=tuple(worded),
         excluded=tuple(excluded),
+        holding=holding,
     )
 
 

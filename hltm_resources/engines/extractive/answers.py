@@ -39,6 +39,7 @@ def _what(analysis: Analysis) -> str:
     if analysis.options and analysis.asked_key and analysis.form != "fact":
         parts.append(f"{humanize_key(analysis.asked_key)} {' or '.join(analysis.options)}")
     parts += [f"not {humanize_key(m.key)} {m.value}" for m in analysis.excluded]
+    parts += [f"a stated {humanize_key(k)}" for k in analysis.holding]
     return join_human(parts)
 
 
