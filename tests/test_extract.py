@@ -313,7 +313,7 @@ def test_a_list_of_labelled_values_is_read_as_fields_named_by_their_labels():
         ("location", "Amsterdam, Netherlands"),
         ("workplace_type", "hybrid"),
         ("headcount", "2"),
-        ("internal_name", "Bastion"),
+        ("code_name", "Bastion"),
         ("hiring_manager", "Amara Okafor"),
         ("recruiter", "Priya Raman"),
     } <= got
@@ -565,3 +565,9 @@ def test_a_place_is_its_city_whatever_site_or_facility_is_named_with_it(a, b):
 def test_an_occupation_under_a_department_name_is_a_title():
     got = facets_of(doc("Function :: Night Shift Dispatcher\nLevel :: Medior\nDepot :: Venlo"))
     assert ("title", "Night Shift Dispatcher") in got
+
+
+@pytest.mark.parametrize("label", ["Code name", "Internal name", "Project code", "codeName"])
+def test_a_code_name_is_one_key_whatever_the_export_calls_it(label):
+    got = facets_of(doc(json.dumps({"title": "Data Engineer", label: "Bastion"})))
+    assert ("code_name", "Bastion") in got

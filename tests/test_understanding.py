@@ -102,8 +102,8 @@ def test_a_value_in_another_role_is_no_constraint(question, wanted, words):
 
 
 def test_a_fact_no_key_holds_is_asked_by_its_words():
-    a = read("What's the code name of Kaito's Lisbon backend search?")
-    assert a.form == "fact" and a.asked_key is None and a.asked_phrase == "code name"
+    a = read("What's the budget owner of Kaito's Lisbon backend search?")
+    assert a.form == "fact" and a.asked_key is None and a.asked_phrase == "budget owner"
     assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}
 
 

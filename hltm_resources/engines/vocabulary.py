@@ -89,6 +89,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
     "hiring_manager": "hiring_manager manager hm reports_to hiring_lead".split(),
+    "code_name": "code_name codename internal_name project_code internal_code_name".split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
         "vacancies positions posts number_of_posts seats"
