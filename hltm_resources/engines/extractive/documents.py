@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from hltm_resources.engines.extractive.exports import (
     ITEM,
+    TITLE_HEADS,
     is_skipped,
     items,
     prose_of,
@@ -97,11 +98,13 @@ _VISA_IN_PROSE = re.compile(
 )
 #: The hiring manager named in prose ("Niall Doherty is the hiring manager for ...", "the
 #: hiring manager is Niall Doherty").
-_PERSON_NAME = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
+_NAME_WORDS = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
 _MANAGER_IN_PROSE = re.compile(
-    _PERSON_NAME + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
-    r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _PERSON_NAME
+    _NAME_WORDS + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
+    r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
 )
+#: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health").
+_NOT_A_PERSON = TITLE_HEADS | set(SENIORITY_WORDS) | {"vp", "director", "chief", "head"}
 #: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
 _NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
 _LOCATION_STOP = {"Office", "Team", "Hub", "Campus", "The", "Our", "We", "This"}
@@ -291,6 +294,25 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         if not negated_in_text(text, m.start(), m.end()):
             out.append(("hiring_manager", name, _as_change(text, m.start())))
             break
+    else:
+        # "Alan Whitcombe, Director of Clinical Engineering (hiring manager)", "reports to
+        # Thijs Mulder, who ... is the hiring manager": the sentence's first person, named in
+        # apposition before the words.
+        for sentence in sentences(text):
+            cue = re.search(r"\bhiring\s+manager\b", sentence, re.I)
+            if not cue or negated_in_text(sentence, cue.start(), cue.end()):
+                continue
+            named = next(
+                (
+                    n
+                    for n in re.finditer(_NAME_WORDS, sentence[: cue.start()])
+                    if not {fold(w) for w in n.group(1).split()} & _NOT_A_PERSON
+                ),
+                None,
+            )
+            if named:
+                out.append(("hiring_manager", named.group(1), bool(_CHANGE.search(sentence))))
+                break
     for m in _VISA_IN_PROSE.finditer(text):
         rest = text[m.end() :].split("\n", 1)[0]
         if rest.lstrip().startswith(":"):  # "Sponsorship: not available"
