@@ -429,6 +429,14 @@ def test_a_later_sentence_that_states_a_change_stands_over_the_export():
             "Niall Doherty is the hiring manager for the Marketplace PM role going forward.",
             ("hiring_manager", "Niall Doherty"),
         ),
+        (
+            "Alan Whitcombe, Director of Clinical Engineering (hiring manager), wants two.",
+            ("hiring_manager", "Alan Whitcombe"),
+        ),
+        (
+            "The hire reports to Thijs Mulder, who leads Research IT and is the hiring manager.",
+            ("hiring_manager", "Thijs Mulder"),
+        ),
     ],
 )
 def test_a_brief_states_sponsorship_and_the_hiring_manager_in_prose(text, wanted):
@@ -571,3 +579,8 @@ def test_an_occupation_under_a_department_name_is_a_title():
 def test_a_code_name_is_one_key_whatever_the_export_calls_it(label):
     got = facets_of(doc(json.dumps({"title": "Data Engineer", label: "Bastion"})))
     assert ("code_name", "Bastion") in got
+
+
+def test_a_role_named_beside_the_hiring_manager_is_no_person():
+    text = "We are hiring a Senior Data Engineer; the hiring manager wants Spark."
+    assert not any(k == "hiring_manager" for k, _ in facets_of(doc(text, "brief")))
