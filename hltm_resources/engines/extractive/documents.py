@@ -313,6 +313,7 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             if named:
                 out.append(("hiring_manager", named.group(1), bool(_CHANGE.search(sentence))))
                 break
+                break
     for m in _VISA_IN_PROSE.finditer(text):
         rest = text[m.end() :].split("\n", 1)[0]
         if rest.lstrip().startswith(":"):  # "Sponsorship: not available"
