@@ -81,6 +81,12 @@ _LIST_SPLIT = re.compile(r"\s*(?:[,;|](?:\s*(?:and|or)\s)?|\s(?:and|or|&|/)\s)\s
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 
 
+def without_asides(value: str, sep: str = "") -> str:
+    """``value`` without its parenthesized asides ("Berlin (Kreuzberg)" -> "Berlin"), each
+    replaced by ``sep``."""
+    return _ASIDE.sub(sep, value)
+
+
 def split_list(value: str, max_words: int = 6) -> list[str]:
     """Items of a list written as text (``a, b and c``; ``a; b``, ``a, and b``), each at most
     ``max_words`` words (longer pieces are prose, not items). A parenthesis is part of its
@@ -90,7 +96,7 @@ def split_list(value: str, max_words: int = 6) -> list[str]:
     for piece in _split_outside_parentheses(value):
         part = clean_value(piece)
         if len(part.split()) > max_words:
-            part = clean_value(_ASIDE.sub("", part))
+            part = clean_value(without_asides(part))
         if part and len(part.split()) <= max_words:
             parts.append(part)
     return parts

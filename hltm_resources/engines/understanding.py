@@ -39,7 +39,7 @@ from hltm_resources.engines.vocabulary import (
     WORKPLACE_WORDS,
 )
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented
+from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented, without_asides
 
 FORMS = ("fact", "list", "count", "distribution", "why")
 _STEMMER = Stemmer.Stemmer("english")
@@ -327,7 +327,7 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         head = tuple(fold(value.split(",")[0]).split())
         if head != words and len("".join(head)) >= 4:
             forms.append(head)
-        bare = tuple(fold(re.sub(r"\s*\([^()]*\)", "", value)).split())
+        bare = tuple(fold(without_asides(value)).split())
         if bare and bare not in forms:
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
         for form in forms:
@@ -842,17 +842,17 @@ def analyze(
             constraints.append(MicroQuery(key, name))
     about_one = bool(constraints or names_left or within)
     counted = wh == "how many" and bool(noun_level)
-    listed_ = wh in ("which", "list", "show", "find") and noun_level is not None
-    if options and not at_leaf and (counted or listed_ or not about_one):
+    lists = wh in ("which", "list", "show", "find") and noun_level is not None
+    if options and not at_leaf and (counted or lists or not about_one):
         # "How many searches are Staff or Principal level?", "Which searches are remote or
         # hybrid?": the leaves holding either; "How many roles are remote versus in the
         # office?": how the scope splits over them.
-        form_ = "count" if counted else "list" if listed_ else "distribution"
+        spread = "count" if counted else "list" if lists else "distribution"
         return Analysis(
-            form=form_,
+            form=spread,
             asked_key=asked_key,
-            answer_type={"count": "number", "list": "nodes"}.get(form_, "value"),
-            level=noun_level if counted or listed_ else leaf,
+            answer_type={"count": "number", "list": "nodes"}.get(spread, "value"),
+            level=noun_level if counted or lists else leaf,
             constraints=tuple(constraints),
             mentions=tuple(names_left),
             within=within,

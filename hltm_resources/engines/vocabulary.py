@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hltm_resources.text import clean_value, fold, pluralize, snake_key, title_case
+from hltm_resources.text import (
+    clean_value,
+    fold,
+    pluralize,
+    snake_key,
+    title_case,
+    without_asides,
+)
 
 #: Canonical keys in the order memories present them.
 KEY_ORDER: tuple[str, ...] = (
@@ -241,12 +248,14 @@ def canonical_value(key: str, value: str) -> str | None:
     if key in NUMBER_DESCRIPTIONS and (m := re.match(r"\s*(\d+)\b", value)):
         return m.group(1)  # "2 (Rotterdam x1, Utrecht x1), on-site"
     if key == "location":
-        value = re.sub(r"\s*\([^()]*\)", "", value).strip() or value  # "Ireland (remote)"
+        value = without_asides(value).strip() or value  # "Ireland (remote)"
     if key in ("title", "location", "department", "language"):
         return title_case(value)
     return value
 
 
+#: A value that is a bare flag, and what it says ("remote: no", "overall: Yes").
+FLAG_WORDS = {"yes": True, "true": True, "y": True, "no": False, "false": False, "n": False}
 #: Keys whose values say yes or no ("Skilled Worker visa available", "not sponsored").
 YES_NO_KEYS = frozenset({"visa_sponsorship", "is_open"})
 _NO_WORDS = frozenset("no not none false unavailable without cannot cant n/a never".split())
@@ -275,7 +284,7 @@ def same_value_key(key: str, value: str) -> str:
     Hospital") or a facility before the city ("St Aldhelm's Hospital, Manchester")."""
     if key in YES_NO_KEYS and (said := polarity(value)):
         return said  # "Skilled Worker visa available" is a yes
-    value = _QUALIFIER.sub(" ", value)  # "Backend Engineer (Go)" is a Backend Engineer
+    value = without_asides(value, " ")  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
         parts = [p for p in re.split(r",|\s[-\u2013\u2014]\s", value) if fold(p)]
         if len(parts) > 1 and set(fold(parts[0]).split()) & _FACILITY_WORDS:
@@ -294,10 +303,6 @@ _FACILITY_WORDS = frozenset(
     "hospital general clinic centre center campus building park port depot warehouse plant "
     "factory site office hq headquarters hub lab".split()
 )
-
-
-#: A parenthesized qualifier of a value ("Berlin (Kreuzberg)").
-_QUALIFIER = re.compile(r"\s*\([^()]*\)")
 
 
 def key_rank(key: str, emphasized: Sequence[str] = ()) -> tuple[int, str]:

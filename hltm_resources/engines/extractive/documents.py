@@ -22,6 +22,7 @@ from hltm_resources.engines.extractive.exports import (
 )
 from hltm_resources.engines.negation import negated_in_text
 from hltm_resources.engines.vocabulary import (
+    FLAG_WORDS,
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
@@ -96,9 +97,11 @@ _VISA_IN_PROSE = re.compile(
     r"\b(sponsor\w*|(?:support|offer|provid)\w*\s+(?:a\s+|the\s+)?(?:visas?|work permits?))\b",
     re.I,
 )
+#: A person's name: two or three capitalized words ("Sanne de Wit", "Inês Carvalho").
+_NAME_WORDS = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
+_PERSON_NAME = re.compile(_NAME_WORDS)
 #: The hiring manager named in prose ("Niall Doherty is the hiring manager for ...", "the
 #: hiring manager is Niall Doherty").
-_NAME_WORDS = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
 _MANAGER_IN_PROSE = re.compile(
     _NAME_WORDS + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
     r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
@@ -226,9 +229,6 @@ def _against(value: str) -> bool:
     if not words or len(words) > 5:
         return False
     return bool(_REJECT_WORDS.search(value)) or bool(set(words) & {"no", "not", "non"})
-
-
-_PERSON_NAME = re.compile(r"[A-Z][a-z'\-]+(?: [A-Z][a-z'\-]+){1,2}")
 
 
 def _reason_from_prose(text: str) -> str | None:
@@ -423,7 +423,7 @@ def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
         if not f.resolved:
             unresolved[f.key].add(_bare("title", f.value))
     for values in unresolved.values():
-        values -= _FLAGS  # a scorecard's "overall: Yes" is no visa sponsorship
+        values.difference_update(FLAG_WORDS)  # a scorecard's "overall: Yes" is no visa sponsorship
     renamed: dict[str, str] = {}
     for key, values in unresolved.items():
         hits = {k for k, vs in known.items() if len(values & vs) * 2 > len(values)}
@@ -437,10 +437,6 @@ def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
             f = replace(f, key=target, value=value, resolved=True)
         out.append(f)
     return out
-
-
-#: Values that say yes or no and nothing else: they tell no attribute apart.
-_FLAGS = frozenset("yes no true false y n".split())
 
 
 def _bare(key: str, value: str) -> str:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from hltm_resources.engines.vocabulary import (
     FEEDBACK_KEYS,
+    FLAG_WORDS,
     KEY_ALIASES,
     MULTI_KEYS,
     SENIORITY_WORDS,
@@ -175,16 +176,14 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
         width = len(cells[0])
         if width >= 2 and all(len(c) == width for c in cells):
             head = [fold(c) for c in cells[0]]
+            lines_used = set(rows if sep == "|" else table)
             if width == 2:  # a column of names, a column of values
                 body = cells[1:] if head[1] in VALUE_FIELDS else cells
                 pairs = [(a, b) for a, b in body if _is_label(a) and b]
                 if len(pairs) * 2 >= len(body):
-                    return pairs, set(rows if sep == "|" else table)
-            elif len(cells) == 2 and all(_is_label(h) for h in cells[0]):
-                # a header over one record
-                return [(h, v) for h, v in zip(cells[0], cells[1], strict=True) if v], set(
-                    rows if sep == "|" else table
-                )
+                    return pairs, lines_used
+            elif len(cells) == 2 and all(_is_label(h) for h in cells[0]):  # header, one record
+                return [(h, v) for h, v in zip(*cells, strict=True) if v], lines_used
     pairs, used = [], set()
     for i, line in enumerate(lines):
         pair = _line_pair(line)
@@ -384,7 +383,6 @@ def _typed(fields: list[ExportField]) -> list[ExportField]:
 MONEY = re.compile(r"[€£$¥₹]\s?\d|\b[A-Z]{3}\s?\d|\d\s?[kK]\b|\b\d{1,3}(?:[,.\s]\d{3})+\b")
 #: Keys whose values are words, never sums of money.
 _WORDED_KEYS = frozenset({"seniority", "title", "location", "workplace_type", "department"})
-_FLAG_WORDS = {"yes": True, "true": True, "y": True, "no": False, "false": False, "n": False}
 
 
 def _by_value_form(f: ExportField) -> ExportField | None:
@@ -400,7 +398,7 @@ def _by_value_form(f: ExportField) -> ExportField | None:
         return ExportField(f.raw_key, "title", f.value, f.listed, "value")  # "Function: Driver"
     if f.key in _WORDED_KEYS and value.strip().isdigit():
         return ExportField(f.raw_key, None, f.value, f.listed, None)  # "Positions: 1"
-    flag = _FLAG_WORDS.get(fold(value))
+    flag = FLAG_WORDS.get(fold(value))
     if f.key is None or f.key in YES_NO_KEYS or flag is None:
         return f
     named = canonical_value(f.key, f.raw_key.rsplit("_", 1)[-1])
