@@ -188,15 +188,27 @@ def test_memory_on_a_held_out_world_states_only_what_the_documents_say(tmp_path)
 # -- a world written by hand, not by the generator ---------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def handmade(tmp_path_factory):
+def _snapshot_world(tmp_path_factory, name: str):
+    """Settings and an open memory of the hand-written snapshot ``name`` (built once)."""
     from query.evaluation.runners.answers import snapshot_home
 
-    settings = Settings.from_env(tmp_path_factory.mktemp("handmade"))
-    home = snapshot_home(settings, FIXTURES / "handmade" / "snapshot")
-    memory = Memory(home, log_queries=False)
+    settings = Settings.from_env(tmp_path_factory.mktemp(name))
+    memory = Memory(snapshot_home(settings, FIXTURES / name / "snapshot"), log_queries=False)
     yield settings, memory
     memory.close()
+
+
+def _states_fact(memory, scope, question, value, node, doc):
+    """The answer states ``value`` first, and cites ``node`` and the document ``doc``."""
+    r = memory.ask(question, scope=scope)
+    assert r.answer.startswith(f"{value} — "), r.answer
+    assert f"({node}), from {doc}" in r.answer
+    return r
+
+
+@pytest.fixture(scope="module")
+def handmade(tmp_path_factory):
+    yield from _snapshot_world(tmp_path_factory, "handmade")
 
 
 @pytest.mark.parametrize(
@@ -248,9 +260,7 @@ def test_facts_a_person_reads_in_documents_are_answered_with_node_and_document(
     handmade, scope, question, value, node, doc
 ):
     _, memory = handmade
-    r = memory.ask(question, scope=scope)
-    assert r.answer.startswith(f"{value} — "), r.answer
-    assert f"({node}), from {doc}" in r.answer
+    r = _states_fact(memory, scope, question, value, node, doc)
     assert r.references == [node]
 
 
@@ -278,13 +288,7 @@ def test_hand_written_questions_on_the_hand_made_world(handmade):
 
 @pytest.fixture(scope="module")
 def handmade2(tmp_path_factory):
-    from query.evaluation.runners.answers import snapshot_home
-
-    settings = Settings.from_env(tmp_path_factory.mktemp("handmade2"))
-    home = snapshot_home(settings, FIXTURES / "handmade2" / "snapshot")
-    memory = Memory(home, log_queries=False)
-    yield settings, memory
-    memory.close()
+    yield from _snapshot_world(tmp_path_factory, "handmade2")
 
 
 @pytest.mark.parametrize(
@@ -336,9 +340,7 @@ def test_facts_in_other_layouts_and_later_notes_are_answered(
     handmade2, scope, question, value, node, doc
 ):
     _, memory = handmade2
-    r = memory.ask(question, scope=scope)
-    assert r.answer.startswith(f"{value} — "), r.answer
-    assert f"({node}), from {doc}" in r.answer
+    _states_fact(memory, scope, question, value, node, doc)
 
 
 @pytest.mark.parametrize(
