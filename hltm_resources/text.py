@@ -53,7 +53,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def snake_key(raw: str) -> str:
     """Normalize a facet key to ``snake_case`` ASCII (``workplaceType`` -> ``workplace_type``)."""
-    key = fold(_CAMEL.sub(" ", raw.replace("&", " and ")))
+    raw = raw.replace("&", " and ").replace("(s)", "s")  # "Work Location(s)"
+    key = fold(_CAMEL.sub(" ", raw))
     return key.replace(" ", "_")[:64]
 
 
@@ -67,8 +68,15 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_BOX = re.compile(r"\[[ xX\u2713\u2714]\]|[\u2610\u2611\u2612]")
+_TICKED = re.compile(r"(?:\[[xX\u2713\u2714]\]|[\u2611\u2612])\s*([^\[\u2610\u2611\u2612]+)")
+
+
 def clean_value(value: str, max_len: int = 120) -> str:
-    """Strip quotes, whitespace and trailing punctuation from an extracted value."""
+    """Strip quotes, whitespace and trailing punctuation from an extracted value; of a
+    form's check boxes ("[ ] Yes [x] No"), the options ticked."""
+    if _BOX.search(value):
+        value = "; ".join(m.strip() for m in _TICKED.findall(value))
     value = collapse_ws(value).strip(" \"'`")
     value = re.sub(r"[\s.;:,!]+$", "", value)
     if len(value) > max_len:

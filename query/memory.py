@@ -34,6 +34,7 @@ from hltm_resources.engines.understanding import analyze
 from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
+    names_a_site,
     same_value_key,
 )
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
@@ -251,13 +252,32 @@ def _one_identity(key: str, values: list[str]) -> list[str]:
             groups.append(group)
             by_identity.setdefault(same, []).append(group)
         group.append(v)
+    if key == "location":
+        # A place written with a part of it after its name ("Rotterdam Waalhaven") is that
+        # place, when the scope knows it by its name alone.
+        for same in sorted(by_identity, key=len, reverse=True):
+            words = same.split()
+            head = next(
+                (
+                    " ".join(words[:n])
+                    for n in range(len(words) - 1, 0, -1)
+                    if " ".join(words[:n]) in by_identity
+                ),
+                None,
+            )
+            if head is not None:
+                for group in by_identity.pop(same):
+                    by_identity[head][0].extend(group)
+                    groups.remove(group)
 
     # Each value by its plainest full spelling: "Berlin, Germany", not "Berlin (Kreuzberg)"
-    # or "Berlin HQ" or "Berlin, DE"; then the most supported (first).
-    def plain(v: str) -> tuple[bool, bool, bool]:
+    # or "Berlin HQ" or "Berlin, DE" or "Berlin, Siemensstadt campus"; then the most
+    # supported (first).
+    def plain(v: str) -> tuple[bool, bool, bool, bool]:
         head = fold(v.split(",")[0])
         rest = v.split(",", 1)[1].strip() if "," in v else ""
-        return ("(" in v or head != same_value_key(key, v), not rest, len(rest) <= 3)
+        site = key == "location" and names_a_site(v)
+        return (site, "(" in v or head != same_value_key(key, v), not rest, len(rest) <= 3)
 
     return [min(g, key=plain) for g in groups]
 
@@ -458,9 +478,11 @@ class Memory:
         for (k, v), _ in sorted(support.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
             values.setdefault(k, []).append(v)
         tree, aliases = self._tree_vocabulary()
+        outside: dict[str, frozenset[str]] = {}
         for key, known in tree.items():
             have = values.setdefault(key, [])
             seen = set(have)
+            outside[key] = frozenset(v for v in known if v not in seen)
             have += [v for v in known if v not in seen]
         for key in sorted(set(aliases.values())):  # an alias's values are its key's
             have = values.setdefault(key, [])
@@ -479,7 +501,7 @@ class Memory:
                     fresh.append(v)
             have += self._value_sets.new_values(key, have, fresh)
         values = {k: _one_identity(k, self._value_sets.one_spelling(v)) for k, v in values.items()}
-        vocab = ScopeVocabulary(values, (self.settings.schema.leaf_count_key,), aliases)
+        vocab = ScopeVocabulary(values, (self.settings.schema.leaf_count_key,), aliases, outside)
         if len(self._vocab) > 256:
             self._vocab.clear()
         self._vocab[cache_key] = vocab

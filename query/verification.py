@@ -40,6 +40,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     YES_NO_KEYS,
+    names_a_site,
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
@@ -308,8 +309,12 @@ def _one_value(
     if not support:
         return None
     rank = index.rank  # the scope's most supported spelling first
-    # Then the fullest spelling of the place ("Toronto, Canada" over "Toronto, CA").
-    return max(support, key=lambda w: (support[w], len(fold(w).split()), len(w), -rank[w]))
+    # Then the fullest spelling of the place ("Toronto, Canada" over "Toronto, CA"), not one
+    # of its sites ("Rotterdam" over "Rotterdam, Maasstad research campus").
+    return max(
+        support,
+        key=lambda w: (support[w], not names_a_site(w), len(fold(w).split()), len(w), -rank[w]),
+    )
 
 
 def distribution(

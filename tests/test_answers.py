@@ -234,7 +234,7 @@ def handmade(tmp_path_factory):
         (
             "project:lm-010",
             "What's the base salary range on this one?",
-            "240000 - 280000 USD",
+            "USD 240000-280000",
             "project:lm-010",
             "lm-010-b",
         ),
@@ -372,3 +372,12 @@ def test_searches_that_have_a_code_name_are_those_that_state_one(handmade2):
     # tf-01 (CodeName in its export) and tf-08 (Keystone): not every search of the account.
     assert {"project:tf-01", "project:tf-08"} <= set(r.references)
     assert "project:tf-03" not in r.references and len(r.references) < 14
+
+
+@pytest.mark.parametrize("answer", ["42000-48000", "EUR 42,000 - 48,000", "€42k–€48k"])
+def test_a_gold_sum_in_thousands_is_stated_however_the_answer_writes_it(answer):
+    from query.evaluation.answers import score
+
+    q = {"family": "fact", "gold_values": [["42"], ["48"]], "gold_references": []}
+    assert score(q, answer, []) == 1.0
+    assert score(q, "4200-4800", []) == 0.0

@@ -478,6 +478,21 @@ def test_a_later_note_that_withdraws_sponsorship_stands_over_the_export():
                 ]
             }
         ),
+        '<?xml version="1.0"?>\n<requisition id="R7"><title>Payroll Specialist</title>'
+        '<grade band="P3">Senior</grade><site city="Leeds">Wellington Place</site>'
+        "</requisition>",
+        "<html><body><h3>Requisition R7</h3><table><tr><th>Job title</th>"
+        "<td>Payroll Specialist</td></tr><tr><th>Level</th><td>Senior</td></tr>"
+        "<tr><th>Location</th><td>Leeds</td></tr></table></body></html>",
+        "<h2>Req 7</h2>\n<dl><dt>Title</dt><dd>Payroll Specialist</dd><dt>Level</dt>"
+        "<dd>Senior</dd><dt>Location</dt><dd>Leeds</dd></dl>",
+        "Field\tValue\nTitle\tPayroll Specialist\nLevel\tSenior\nLocation\tLeeds",
+        "Req Title.........: Payroll Specialist\nLevel.............: Senior\n"
+        "Work Location(s)..: Leeds",
+        "OPEN REQS (fixed width export)\nREQ#   TITLE                 LEVEL   LOCATION\n"
+        "-----  --------------------  ------  --------\n"
+        "00422  Payroll Specialist    Senior  Leeds",
+        "Role title:  Payroll Specialist\nLevel:  [ ] Junior [x] Senior\nLocation:  Leeds",
     ],
 )
 def test_an_export_is_read_whatever_layout_it_is_written_in(text):
@@ -584,3 +599,109 @@ def test_a_code_name_is_one_key_whatever_the_export_calls_it(label):
 def test_a_role_named_beside_the_hiring_manager_is_no_person():
     text = "We are hiring a Senior Data Engineer; the hiring manager wants Spark."
     assert not any(k == "hiring_manager" for k, _ in facets_of(doc(text, "brief")))
+
+
+def test_a_role_open_in_two_cities_in_a_fixed_width_table_holds_both():
+    table = (
+        "REQ#   TITLE                 LOCATION                 HC\n"
+        "-----  --------------------  -----------------------  --\n"
+        "00422  Visual Merchandiser   London (Oxford St)        1\n"
+        "00422  Visual Merchandiser   Manchester (Market St)    1"
+    )
+    got = facets_of(doc(table))
+    assert {("location", "London"), ("location", "Manchester")} <= got
+
+
+@pytest.mark.parametrize(
+    "text,wanted",
+    [
+        (
+            json.dumps({"compensation": {"currency": "EUR", "min": 62000, "max": 72000}}),
+            ("salary_range", "EUR 62000-72000"),
+        ),
+        (json.dumps({"baseMin": 95000, "baseMax": 110000}), ("salary_range", "95000-110000")),
+        ("salary_min=38000\nsalary_max=45000\ncurrency=EUR", ("salary_range", "EUR 38000-45000")),
+    ],
+)
+def test_a_range_given_as_a_low_and_a_high_field_is_one_value(text, wanted):
+    assert wanted in facets_of(doc(text))
+
+
+def test_a_time_in_a_chat_is_no_field():
+    chat = "Joost van Dam 16:40\nKees, Sara + Nadia signed.\nKees Bakker 16:52\ntop."
+    assert not any(k.startswith(("joost", "kees")) for k, _ in facets_of(doc(chat, "chat")))
+
+
+def test_a_field_named_by_what_does_not_hold_states_nothing():
+    brief = doc(
+        "Hiring manager: Marloes Kuipers\nPosts: 2\nNot possible: visa sponsorship, remote work"
+    )
+    req = doc("Title: IPC Nurse\nArrangement: On-site", doc_id="d0")
+    got = facets_of(req, brief)
+    assert ("workplace_type", "on-site") in got and ("workplace_type", "remote") not in got
+
+
+@pytest.mark.parametrize(
+    "later,wanted",
+    [
+        (
+            "Quick update: we're dropping the on-site requirement for this role. It is now "
+            "hybrid - three days in the Utrecht office.",
+            ("workplace_type", "hybrid"),
+        ),
+        (
+            "Fine - we'll allow hybrid for the two posts. Please change the ad from on-site to "
+            "hybrid.",
+            ("workplace_type", "hybrid"),
+        ),
+        ("We've decided to make the role fully remote.", ("workplace_type", "remote")),
+        ("Headcount on the night dispatch req goes from 2 to 3.", ("headcount", "3")),
+        (
+            "Comp update: Femke got approval to lift the band to EUR 66,000 - 76,000.",
+            ("salary_range", "EUR 66,000 - 76,000"),
+        ),
+        ("Change of plan: both seats move to the Limerick office.", ("location", "Limerick")),
+    ],
+)
+def test_a_later_statement_of_a_change_stands_over_the_export(later, wanted):
+    export = doc(
+        "Title: Data Engineer\nLocation: Cork\nWorkplace: On-site\nHeadcount: 2\n"
+        "Salary: EUR 62,000 - 72,000"
+    )
+    note = doc(later, "email", "d2", "2026-02-01")
+    got = facets_of(export, note)
+    assert wanted in got
+    assert len([k for k, _ in got if k == wanted[0]]) == 1
+
+
+def test_a_level_glossed_in_a_known_word_is_that_level():
+    assert ("seniority", "Mid-level") in facets_of(
+        doc("Title: Dispatcher\nLevel: Medior (mid-level)")
+    )
+
+
+def test_an_offer_restating_the_role_does_not_rename_it():
+    req = doc("Title: Clinical Data Analyst\nLevel: Senior")
+    offer = doc(
+        "Candidate: Eva\nRole: Clinical Data Analyst (Senior), Quality, Utrecht\nStart: 1 May",
+        "offer",
+        "d5",
+        "2026-03-01",
+    )
+    assert ("title", "Clinical Data Analyst") in facets_of(req, offer)
+
+
+@pytest.mark.parametrize(
+    "value,city",
+    [
+        ("Rotterdam - Northmere Maasstad Hospital", "Rotterdam"),
+        ("St Aldhelm's Hospital, Manchester", "Manchester"),
+        ("Berlin HQ, Germany", "Berlin"),
+        ("Rotterdam, Northmere Maasstad research campus", "Rotterdam"),
+    ],
+)
+def test_a_place_is_named_by_its_city_without_its_site(value, city):
+    from hltm_resources.engines.vocabulary import names_a_site, place_name
+
+    assert names_a_site(value) and place_name(value) == city
+    assert not names_a_site("Toronto, Canada")

@@ -306,3 +306,38 @@ def test_leaves_that_have_an_attribute_hold_any_value_of_it():
         "Which searches have had a candidate withdraw?", vocab, DEFAULT_SCHEMA, "account", {}, "a"
     )
     assert b.holding == ()
+
+
+def test_one_role_named_in_full_is_one_title_not_two():
+    vocab = ScopeVocabulary(
+        {
+            "title": ["Backend Engineer (Shipment Tracking)", "Backend Engineer - TMS Platform"],
+            "seniority": ["Staff", "Senior"],
+        }
+    )
+    a = analyze(
+        "What base range are we offering for the Staff backend engineer on the TMS platform?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "account",
+        {},
+        "account:k",
+    )
+    titles = {m.value for m in a.constraints if m.key == "title"}
+    assert titles == {"Backend Engineer - TMS Platform"}
+
+
+def test_a_word_of_a_title_outside_the_scope_names_nothing_in_it():
+    vocab = ScopeVocabulary(
+        {"title": ["Data Engineer", "Clinical Data Analyst", "Backend Engineer - TMS Platform"]},
+        outside={"title": frozenset({"Backend Engineer - TMS Platform"})},
+    )
+    a = analyze(
+        "Who's the hiring manager for the research platform data engineer?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "account",
+        {},
+        "account:n",
+    )
+    assert constraints(a) == {"title: Data Engineer"}

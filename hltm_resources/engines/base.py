@@ -174,13 +174,16 @@ class Finding:
 
 @dataclass
 class ScopeVocabulary:
-    """The facet keys and values that exist inside one scope (never outside it)."""
+    """The facet keys and values of one scope, then the other values of the tree (a value
+    named outside the scope is recognized, and matches nothing in it)."""
 
     values: dict[str, list[str]] = field(default_factory=dict)
     #: Keys that count leaves (``project_count``): never a constraint a question states.
     count_keys: tuple[str, ...] = ()
     #: Keys the data shows to be another name of a canonical key (``vacancyName`` -> title).
     aliases: dict[str, str] = field(default_factory=dict)
+    #: Per key, the values that only nodes outside the scope hold.
+    outside: dict[str, frozenset[str]] = field(default_factory=dict)
     #: What a parser derives from ``values`` once and reuses for every question (an index of
     #: the values): a vocabulary is not changed once questions are parsed against it.
     derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)

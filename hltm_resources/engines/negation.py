@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 #: Words that negate what is near them ("n't" folds to "t").
 NEGATORS = frozenset("not no never without non nor neither cannot t".split())
@@ -92,3 +92,29 @@ def negated_in_text(text: str, start: int, end: int, cue: int | None = None) -> 
     after = [] if _CONTRAST_AFTER.match(text, end) else tokenize(text[end:])
     tokens = before + cue_words + span + after
     return negated(tokens, len(before), len(before) + len(cue_words) + len(span))
+
+
+#: Words before a value that say it is being given up ("dropping the on-site requirement").
+DROPPING = frozenset(
+    "drop drops dropped dropping remove removes removed removing scrap scraps scrapped "
+    "scrapping abandon abandoned abandoning".split()
+)
+
+
+def superseded_in_text(text: str, start: int, end: int) -> bool:
+    """Whether the span ``text[start:end]`` is named as the state a change leaves: the
+    ``X`` of "from X to Y" ("change the ad from on-site to hybrid", "goes from 2 to 3"), or
+    a value being dropped ("we're dropping the on-site requirement")."""
+    before = _within_clause(reversed(tokenize(text[max(0, start - 60) : start])), 3)
+    after = _within_clause(tokenize(text[end : end + 60]), 4)
+    return ("from" in before and "to" in after) or bool(set(before) & DROPPING)
+
+
+def _within_clause(tokens: Iterable[str], reach: int) -> list[str]:
+    """The first ``reach`` tokens, up to the end of their clause."""
+    out: list[str] = []
+    for t in tokens:
+        if t in CLAUSE_BREAKS or len(out) == reach:
+            break
+        out.append(t)
+    return out

@@ -332,13 +332,15 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
         for form in forms:
             out += _runs(q, key, value, form)
-        if key == "title" and len(words) >= 2:
-            out += _parts(q, key, value, words, vocabulary)
+        if key == "title" and len(words) >= 2 and value not in vocabulary.outside.get(key, ()):
+            out += _parts(q, key, value, words, vocabulary)  # a part names a title in scope
     # A value written as a phrase, stated in other words ("turned down because we couldn't
     # sponsor a visa" for "no visa sponsorship available"): most of its words, by their stems.
     stems = [stem(t) for t in tokens]
     for n in index.candidates(q):
         key, value, words = index.entries[n]
+        if value in vocabulary.outside.get(key, ()):
+            continue  # stated in other words, a value of another scope is too far a guess
         if (key in CANDIDATE_KEYS or key not in KEY_ORDER) and sum(
             w not in STOPWORDS for w in words
         ) >= 3:
@@ -572,7 +574,27 @@ def resolve(
         if any(m.start < t.end and t.start < m.end for t in taken):
             continue
         taken.append(m)
-    return sorted(taken, key=lambda m: m.start)
+    return sorted(_one_title(taken, question), key=lambda m: m.start)
+
+
+def _one_title(mentions: list[Mention], question: str) -> list[Mention]:
+    """Of two titles named in two places ("the Staff backend engineer on the TMS
+    platform"), the one the question states every word of, when it holds the other's words
+    too: one role is meant, not two ("Backend Engineer - TMS Platform", not also "Backend
+    Engineer (Shipment Tracking)")."""
+    titles = [m for m in mentions if m.key == "title"]
+    if len(titles) < 2:
+        return mentions
+
+    def words(m: Mention) -> set[str]:
+        return {stem(w) for w in fold(without_asides(m.value)).split()}
+
+    asked = {stem(w) for w in fold(question).split()}
+    whole = sorted((m for m in titles if words(m) <= asked), key=lambda m: -len(words(m)))
+    if not whole or (len(whole) > 1 and not words(whole[1]) < words(whole[0])):
+        return mentions
+    keep = whole[0]
+    return [m for m in mentions if m is keep or m.key != "title" or not words(m) <= words(keep)]
 
 
 #: "What does this role ...", "what will the position ...": the leaf is the question's subject.

@@ -57,7 +57,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "location": (
         "location job_location work_location office office_location city primary_location "
-        "locations based_in site work_site hiring_location geo"
+        "locations based_in site work_site hiring_location geo depot"
     ).split(),
     "workplace_type": (
         "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
@@ -87,7 +87,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "salary_range": (
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
-        "pay_band pay"
+        "pay_band pay base base_pay"
     ).split(),
     "visa_sponsorship": (
         "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit sponsor"
@@ -95,11 +95,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
-    "hiring_manager": "hiring_manager manager hm reports_to hiring_lead".split(),
+    "hiring_manager": "hiring_manager manager hm reports_to hiring_lead hiring_mgr mgr".split(),
     "code_name": "code_name codename internal_name project_code internal_code_name".split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
-        "vacancies positions posts number_of_posts seats"
+        "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc"
     ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
@@ -126,6 +126,7 @@ SENIORITY_WORDS = {
     "mid level": "Mid-level",
     "mid-level": "Mid-level",
     "mid": "Mid-level",
+    "medior": "Mid-level",
     "senior": "Senior",
     "staff": "Staff",
     "principal": "Principal",
@@ -240,6 +241,10 @@ def canonical_value(key: str, value: str) -> str | None:
         return workplace_of(value) or value
     if key == "seniority" and folded in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded]
+    if key == "seniority" and (aside := re.search(r"\(([^()]*)\)", value)):
+        # "Medior (mid-level)": a level glossed in a known word is that level.
+        if fold(aside.group(1)) in SENIORITY_WORDS:
+            return SENIORITY_WORDS[fold(aside.group(1))]
     if key == "seniority" and len(folded.split()) > 4:
         # A sentence under a level's name: its leading level word ("senior specialist,
         # reports to ..."), else nothing ("she said senior, but ...").
@@ -286,14 +291,31 @@ def same_value_key(key: str, value: str) -> str:
         return said  # "Skilled Worker visa available" is a yes
     value = without_asides(value, " ")  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
-        parts = [p for p in re.split(r",|\s[-\u2013\u2014]\s", value) if fold(p)]
-        if len(parts) > 1 and set(fold(parts[0]).split()) & _FACILITY_WORDS:
-            parts = parts[1:]  # "St Aldhelm's Hospital, Manchester" is Manchester
-        words = fold(parts[0] if parts else value).split()
-        while len(words) > 1 and words[-1] in _SITE_WORDS:
-            words.pop()  # "Berlin HQ" is Berlin
-        return " ".join(words)
+        return fold(place_name(value))
     return fold(value)
+
+
+def place_name(value: str) -> str:
+    """The city of a place as written, without its region, country or site ("Rotterdam" of
+    "Rotterdam - Maasstad Hospital", "Manchester" of "St Aldhelm's Hospital, Manchester",
+    "Berlin" of "Berlin HQ, Germany")."""
+    value = without_asides(value, " ")
+    parts = [p.split() for p in re.split(r",|\s[-\u2013\u2014]\s", value) if fold(p)]
+    for words in parts:
+        while len(words) > 1 and fold(words[-1]) in _SITE_WORDS:
+            words.pop()  # "Berlin HQ" is Berlin
+    if len(parts) > 1 and set(fold(" ".join(parts[0])).split()) & _FACILITY_WORDS:
+        parts = parts[1:]  # "St Aldhelm's Hospital, Manchester" is Manchester
+    return " ".join(parts[0]) if parts else value
+
+
+def names_a_site(value: str) -> bool:
+    """A place written with a site or facility of it ("Rotterdam - Maasstad Hospital",
+    "Berlin HQ"), not only as a city and its region or country."""
+    words = set(fold(without_asides(value, " ")).split())
+    return bool(words & (_SITE_WORDS | _FACILITY_WORDS)) or bool(
+        re.search(r"\s[-\u2013\u2014]\s", value)
+    )
 
 
 #: Words after a city that name a site of it, not another place.

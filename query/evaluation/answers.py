@@ -61,9 +61,17 @@ _GOLD = {
 
 
 def states(answer: str, spelling: str) -> bool:
-    """``spelling`` occurs in ``answer`` as whole words (folded)."""
+    """``spelling`` occurs in ``answer`` as whole words (folded). A gold sum in thousands
+    ("66", "110", as people write pay) is stated by its thousands however they are written
+    ("66,000", "66000", "66k")."""
     a, s = f" {fold(answer)} ", f" {fold(spelling)} "
+    if s.strip().isdigit() and 10 <= int(s) < 1000:
+        a += " ".join(m.group(1) for m in _THOUSANDS.finditer(answer)) + " "
     return bool(s.strip()) and s in a
+
+
+#: A number in thousands: "66,000", "66000", "66 000", "66k" (its thousands in group 1).
+_THOUSANDS = re.compile(r"(?<![\d,.])(\d{1,3})(?:[,.\s]?000\b|\s?[kK]\b)")
 
 
 def first_number(answer: str) -> int | None:

@@ -31,6 +31,8 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     key_label,
     key_rank,
+    names_a_site,
+    place_name,
     same_value_key,
 )
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
@@ -46,7 +48,7 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v6"
+EXTRACTIVE_VERSION = "extractive-v7"
 MAX_LEAF_QA = 10
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
@@ -378,12 +380,18 @@ def merge_child_facets(
         for ident in kept:
             # The commonest spelling; between equally common ones the fullest ("New York,
             # New York" over "New York"). A place by its fullest name ("Toronto, Canada"
-            # over "Toronto, CA"): the same place, said in full.
+            # over "Toronto, CA"): the same place, said in full, without a site of it
+            # ("Rotterdam" over "Rotterdam - Maasstad Hospital").
             if key == "location":
-                order = sorted(forms[ident].items(), key=lambda kv: (-len(kv[0]), -kv[1], kv[0]))
+                order = sorted(
+                    forms[ident].items(),
+                    key=lambda kv: (names_a_site(kv[0]), -len(kv[0]), -kv[1], kv[0]),
+                )
             else:
                 order = sorted(forms[ident].items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
             display = order[0][0]
+            if key == "location" and names_a_site(display):
+                display = place_name(display)  # no one site stands for all
             out.append(Facet(key, display, support[ident], tuple(sorted(sources[ident]))))
     return out
 

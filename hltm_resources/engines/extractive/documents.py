@@ -20,7 +20,7 @@ from hltm_resources.engines.extractive.exports import (
     prose_of,
     read_export,
 )
-from hltm_resources.engines.negation import negated_in_text
+from hltm_resources.engines.negation import negated_in_text, superseded_in_text
 from hltm_resources.engines.vocabulary import (
     FLAG_WORDS,
     KEY_ALIASES,
@@ -35,7 +35,7 @@ from hltm_resources.engines.vocabulary import (
     workplace_of,
 )
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import clean_value, fold, near_spelling, sentences, snake_key
+from hltm_resources.text import NUMBER_WORDS, clean_value, fold, near_spelling, sentences, snake_key
 
 _REJECT_WORDS = re.compile(
     r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|not selected|unsuccessful|"
@@ -77,7 +77,8 @@ _TITLE_IN_PROSE = re.compile(
 )
 _LOCATION_IN_PROSE = re.compile(
     r"\b(?:based (?:in|out of)|located in|office in|offices in|relocate to|on-?site in|"
-    r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in)\s+"
+    r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in|"
+    r"(?:mov\w*|relocat\w*) to(?: the| our)?)\s+"
     r"((?:[A-Z][\w'\u2019.-]*)(?:(?:,\s*|\s+)(?:[A-Z][\w'\u2019.-]*)){0,3})"
 )
 _WORKPLACE_IN_PROSE = re.compile(
@@ -259,9 +260,12 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         if words:
             out.append(("title", " ".join(words), _as_change(text, m.start(1))))
             break
+    places = []
     for m in _LOCATION_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
             continue
+        if superseded_in_text(text, m.start(), m.end(1)):
+            continue  # "moved from Rotterdam to Antwerp"
         words = m.group(1).replace(",", " , ").split()
         kept: list[str] = []
         for w in words:
@@ -271,14 +275,17 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         loc = " ".join(kept).replace(" , ", ", ").strip(" ,")
         loc = re.split(r"\.\s", loc)[0].strip(" .,")  # the sentence ends at its period
         if loc:
-            out.append(("location", loc, _as_change(text, m.start(1))))
-            break
-    for m in _WORKPLACE_IN_PROSE.finditer(text):
-        if _interview_stage(text, m):
-            continue  # "moves on to the onsite next week": a step of the interviews
-        if not negated_in_text(text, m.start(1), m.end(1)):
-            out.append(("workplace_type", m.group(1), _as_change(text, m.start(1))))
-            break
+            places.append((loc, _as_change(text, m.start(1))))
+    if places:
+        out.append(_latest_said(places, "location"))
+    stated = [
+        (m.group(1), _as_change(text, m.start(1)))
+        for m in _WORKPLACE_IN_PROSE.finditer(text)
+        # "moves on to the onsite next week": a step of the interviews
+        if not _interview_stage(text, m) and not _unstated(text, m.start(1), m.end(1))
+    ]
+    if stated:
+        out.append(_latest_said(stated, "workplace_type"))
     else:
         # A short sentence that says people work from home, all or part of the week
         # ("Working from home full time is fine", "Three office days, the rest from home"),
@@ -323,6 +330,9 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         if said:
             out.append(("visa_sponsorship", said, _as_change(text, m.start(1))))
         break
+    for sentence in sentences(text):
+        if _CHANGE.search(sentence):
+            out.extend((key, value, True) for key, value in _changed_amounts(sentence))
     for m in _SKILLS_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
             continue
@@ -335,10 +345,59 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
 #: Words by which a sentence says a fact of the role changed ("is now hybrid", "moved to
 #: Berlin", "no longer remote").
 _CHANGE = re.compile(
-    r"\b(?:now|no longer|any ?more|chang(?:ed|es)|switch(?:ed|es)|mov(?:ed|es|ing)|instead|"
-    r"updated?|going forward|from now on)\b",
+    r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:ed|es|ing)|"
+    r"instead|updated?|going forward|from now on|decided|approved|from \S+ to)\b",
     re.I,
 )
+
+
+_AMOUNT = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
+_HEADS = r"\b(?:headcount|openings?|positions?|posts?|hires?|seats?|vacanc(?:y|ies)|fte)\b"
+#: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "headcount is
+#: now 3".
+_HEADCOUNT = re.compile(
+    r"\bfrom\s+\d+\s+to\s+" + _AMOUNT + r"\b"
+    r"|\b"
+    + _AMOUNT
+    + r"\s+(?:\w+\s+){0,2}?"
+    + _HEADS
+    + r"|"
+    + _HEADS
+    + r"\s+(?:\w+\s+){0,3}?(?:of|to|is|at|:)\s+(?:now\s+)?"
+    + _AMOUNT
+    + r"\b",
+    re.I,
+)
+#: A range of pay: "EUR 66,000 - 76,000", "€70k–€80k", "$120,000 to $140,000".
+_PAY_RANGE = re.compile(
+    r"(?:[€£$]|\b(?:EUR|GBP|USD|CHF|CAD|AUD|SEK|NOK|DKK|PLN)\s?)\d[\d,.]*\s?[kK]?"
+    r"\s*(?:-|\u2013|\u2014|to)\s*(?:[€£$]|(?:EUR|GBP|USD|CHF)\s?)?\d[\d,.]*\s?[kK]?"
+)
+
+
+def _changed_amounts(sentence: str) -> list[tuple[str, str]]:
+    """The pay range and number of hires a sentence stating a change gives, the last one it
+    names ("the band goes to EUR 66,000 - 76,000", "headcount goes from 2 to 3")."""
+    out = []
+    if pay := list(_PAY_RANGE.finditer(sentence)):
+        out.append(("salary_range", pay[-1].group(0)))
+    if re.search(_HEADS, sentence, re.I) and (count := list(_HEADCOUNT.finditer(sentence))):
+        word = fold(next(g for g in reversed(count[-1].groups()) if g))
+        out.append(("headcount", str(NUMBER_WORDS.get(word, word))))
+    return out
+
+
+def _unstated(text: str, start: int, end: int) -> bool:
+    """A mention that states nothing of the role now: negated ("not remote") or the state
+    a change leaves ("from on-site to hybrid", "dropping the on-site requirement")."""
+    return negated_in_text(text, start, end) or superseded_in_text(text, start, end)
+
+
+def _latest_said(stated: list[tuple[str, bool]], key: str) -> tuple[str, str, bool]:
+    """Of a document's mentions of one fact, in order, the last one stated as a change
+    ("We'll allow hybrid ... Please change the ad from on-site to hybrid"), else the first."""
+    changed = [value for value, changes in stated if changes]
+    return (key, changed[-1], True) if changed else (key, stated[0][0], False)
 
 
 def _as_change(text: str, at: int) -> bool:
@@ -382,7 +441,9 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # a note on a candidate is not read for the role's facts by their form
         if feedback and key in YES_NO_KEYS:
             continue  # "Visa: not required (settled status)": the candidate's, not the role's
-        found.append((key, f.value, True, f.key is not None or key in KEY_ORDER, False))
+        # A note on candidates (an offer, a scorecard) restates the role in passing: its
+        # fields weigh as prose does, below the role's own export.
+        found.append((key, f.value, not feedback, f.key is not None or key in KEY_ORDER, False))
     if not feedback:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:

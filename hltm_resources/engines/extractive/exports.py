@@ -31,6 +31,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from html.parser import HTMLParser
+from xml.etree import ElementTree
 
 from hltm_resources.engines.vocabulary import (
     FEEDBACK_KEYS,
@@ -112,11 +114,106 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
             obj = None  # "[09:14] Marloes: ..." is a chat, not JSON
         if isinstance(obj, dict) or (isinstance(obj, list) and obj):
             return _typed(list(_json_fields(obj, ()))), True
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if (tree := xml_tree(text)) is not None:
+        return _typed(list(_json_fields(tree, ()))), True
+    lines = [ln for ln in markup_text(text).splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
+    pairs += [("_".join(k), v) for k, v, _ in _ranges(dict(pairs), ())]  # "salary_min=..."
     structured = len(pairs) >= 2 and len(used) * 2 >= len(lines) and not _is_chat(pairs)
     fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
     return _typed(fields), structured
+
+
+def xml_tree(text: str) -> dict | None:
+    """An XML document as the JSON object it stands for (elements by tag, repeated ones as
+    a list, attributes beside children, an element's text with attributes under ``value``),
+    or None when the text is no XML (HTML is read as text: :func:`markup_text`)."""
+    if not text.startswith("<") or re.match(
+        r"<(?:!doctype\s+)?html\b|<(?:body|table|dl|h\d|p|div)\b", text, re.I
+    ):
+        return None
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError:
+        return None
+    return {root.tag: _xml_value(root)}
+
+
+def _xml_value(element: ElementTree.Element) -> object:
+    text = (element.text or "").strip()
+    children = list(element)
+    if not children and not element.attrib:
+        return text
+    own = field_key((snake_key(element.tag),)) if text else None
+    # An attribute naming what its element's text names is a code of it: <grade
+    # band="P3">Senior</grade> is Senior (a place's parts are parts: <site city="Leeds">).
+    out: dict[str, object] = {
+        k: v
+        for k, v in element.attrib.items()
+        if own is None or snake_key(k) in PLACE_PARTS or field_key((snake_key(k),)) != own
+    }
+    for child in children:
+        value = _xml_value(child)
+        if child.tag in out:
+            held = out[child.tag]
+            out[child.tag] = [*held, value] if isinstance(held, list) else [held, value]
+        else:
+            out[child.tag] = value
+    if text:
+        out["value"] = text
+    return out
+
+
+class _Lines(HTMLParser):
+    """HTML as lines of text: a table row as "| a | b |", a definition as "term: value"."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.cells: list[str] | None = None
+        self.term: str | None = None
+        self.buffer: list[str] = []
+
+    def _flush(self) -> str:
+        text = " ".join("".join(self.buffer).split())
+        self.buffer = []
+        return text
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "tr":
+            self.cells = []
+        if tag in ("tr", "dt") or tag in _BLOCKS:
+            self.lines.append(self._flush())  # text before a row or a term is a line of its own
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cells is not None:
+            self.cells.append(self._flush())
+        elif tag == "tr" and self.cells is not None:
+            self.lines.append("| " + " | ".join(self.cells) + " |")
+            self.cells = None
+        elif tag == "dt":
+            self.term = self._flush()
+        elif tag == "dd":
+            self.lines.append(f"{self.term}: {self._flush()}" if self.term else self._flush())
+            self.term = None
+        elif tag in _BLOCKS:
+            self.lines.append(self._flush())
+
+    def handle_data(self, data: str) -> None:
+        self.buffer.append(data)
+
+
+_BLOCKS = frozenset("p div br li h1 h2 h3 h4 h5 h6 table ul ol dl body html".split())
+
+
+def markup_text(text: str) -> str:
+    """An HTML document as plain lines (:class:`_Lines`); any other text as it is."""
+    if not re.match(r"\s*<(?:!doctype\s+)?(?:html|body|table|dl|h\d|p|div)\b", text, re.I):
+        return text
+    reader = _Lines()
+    reader.feed(text)
+    reader.close()
+    return "\n".join(ln for ln in [*reader.lines, reader._flush()] if ln.strip())
 
 
 def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
@@ -131,7 +228,7 @@ def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
 #: or is a known name: "Joana Ribeiro - final round" is no field).
 KV_LINE = re.compile(
     r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)"
-    r"(?:\s*(?:::|[:=])|\s*\.{3,}|\s+[\u2013\u2014])\s*(.+?)\s*$"
+    r"(?:\s*(?:::|[:=])|\s*\.{3,}:?|\s+[\u2013\u2014])\s*(.+?)\s*$"
 )
 _HYPHEN_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _/().&']{0,40}?)\s+-\s+(.+?)\s*$")
 _MARKUP = re.compile(r"\*\*|__|`")
@@ -142,6 +239,8 @@ def _line_pair(line: str) -> tuple[str, str] | None:
     """The label and value of one "Key: value" line (see :data:`KV_LINE`), or None."""
     line = _MARKUP.sub("", line)
     m = KV_LINE.match(line)
+    if m and m.group(1)[-1:].isdigit() and m.group(2)[:1].isdigit():
+        return None  # "Joost van Dam 16:40": a time, not a field
     if m and _is_label(m.group(1)):
         return m.group(1).strip(), m.group(2)
     m = _HYPHEN_LINE.match(line)
@@ -170,6 +269,7 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
     else:
         first = lines[0] if lines else ""
         sep = ";" if first.count(";") >= 1 and first.count(";") >= first.count(",") else ","
+        sep = "\t" if first.count("\t") >= 1 else sep
         table = list(range(len(lines))) if len(lines) >= 2 and first.count(sep) >= 1 else []
     if table:
         cells = [_cells(lines[i], sep) for i in table]
@@ -184,6 +284,9 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
                     return pairs, lines_used
             elif len(cells) == 2 and all(_is_label(h) for h in cells[0]):  # header, one record
                 return [(h, v) for h, v in zip(*cells, strict=True) if v], lines_used
+    columns = _fixed_width(lines)
+    if columns is not None:
+        return columns
     pairs, used = [], set()
     for i, line in enumerate(lines):
         pair = _line_pair(line)
@@ -191,6 +294,30 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
             pairs.append(pair)
             used.add(i)
     return pairs, used
+
+
+_RULE = re.compile(r"^\s*-{2,}(?:\s+-{2,}){2,}\s*$")
+
+
+def _fixed_width(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]] | None:
+    """A fixed-width table: a header line over a rule of dashes, one group per column, and
+    rows beneath. Each column is one field; the distinct values of its rows are listed with
+    ";" (a role open in two cities has a row per city)."""
+    rule = next((i for i, ln in enumerate(lines) if i and _RULE.match(ln)), None)
+    if rule is None:
+        return None
+    spans = [m.span() for m in re.finditer(r"-+", lines[rule])]
+    spans = [(a, spans[n + 1][0] if n + 1 < len(spans) else None) for n, (a, _) in enumerate(spans)]
+    rows = [
+        i for i in range(rule + 1, len(lines)) if lines[i].strip() and not _RULE.match(lines[i])
+    ]
+    pairs = []
+    for a, b in spans:
+        name = lines[rule - 1][a:b].strip()
+        values = list(dict.fromkeys(lines[i][a:b].strip() for i in rows if lines[i][a:b].strip()))
+        if _is_label(name) and values:
+            pairs.append((name, "; ".join(values)))
+    return pairs, {rule - 1, rule, *rows}
 
 
 #: Words that make a line's lead a clause ("This one is remote-friendly: ..."), not a label.
@@ -209,6 +336,9 @@ def prose_of(text: str) -> str:
     text = text.strip()
     if text.startswith("{") or (text.startswith("[") and _is_json(text)):
         return ""
+    if xml_tree(text) is not None:
+        return ""
+    text = markup_text(text)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
     if len(used) < 2 or len(used) * 2 < len(lines) or _is_chat(pairs):
@@ -268,6 +398,9 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
         if place is not None:
             where = "_".join(p for p in path) or "location"
             yield ExportField(where, "location", place, item, "place")
+        for where, amount, parts in _ranges(obj, path):
+            yield _named("_".join(where), field_key(where) or "salary_range", amount, item)
+            used |= parts
         for key, value in obj.items():
             if key in used:
                 continue
@@ -321,6 +454,47 @@ def _labelled(obj: dict) -> ExportField | None:
         return None
     raw = snake_key(pair[0])
     return _named(raw, field_key((raw,)), pair[1], False)
+
+
+_LOW = frozenset("min minimum low lower from floor start".split())
+_HIGH = frozenset("max maximum high upper to ceiling end".split())
+_UNIT = frozenset("currency curr ccy unit period frequency per".split())
+
+
+def _ranges(obj: dict, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str, set[str]]]:
+    """The ranges an object states in two number fields, a low and a high one, each as one
+    value with the currency and period beside them (``{"currency": "EUR", "min": 62000,
+    "max": 72000}`` is "EUR 62000-72000"; ``baseMin``/``baseMax`` is "95000-110000" under
+    ``base``): where it stands, the value, and the fields it used. A range with no name
+    that says what it measures is a sum of money when a currency comes with it."""
+    numbers: dict[str, dict[str, tuple[str, object]]] = defaultdict(dict)
+    for key, value in obj.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            continue
+        if isinstance(value, str) and not re.fullmatch(r"\s*\d[\d,.]*\s*[kK]?\s*", value):
+            continue
+        *head, last = snake_key(str(key)).split("_")
+        end = "low" if last in _LOW else "high" if last in _HIGH else None
+        if end:
+            numbers["_".join(head)][end] = (key, value)
+    out = []
+    for head, ends in numbers.items():
+        if len(ends) != 2:
+            continue
+        units = [
+            (key, str(value))
+            for key, value in obj.items()
+            if isinstance(value, str) and snake_key(str(key)).split("_")[-1] in _UNIT
+        ]
+        currency = next((v for k, v in units if "period" not in snake_key(str(k))), "")
+        period = next((v for k, v in units if v != currency), "")
+        amount = f"{ends['low'][1]}-{ends['high'][1]}"
+        amount = " ".join(p for p in (currency, amount, period) if p)
+        where = (*path, head) if head else path
+        if not where or (field_key(where) is None and not currency):
+            continue
+        out.append((where, amount, {ends["low"][0], ends["high"][0], *(k for k, _ in units)}))
+    return out
 
 
 def _named(raw: str, key: str | None, value: str, listed: bool = False) -> ExportField:
@@ -459,4 +633,14 @@ def is_skipped(field: ExportField, key: str) -> bool:
     """Identifiers, timestamps, contact details and notes on candidates are not facets of
     the role (a known name wins: ``posting.text`` is a title)."""
     named = key if field.by == "name" else field.raw_key
-    return key in FEEDBACK_KEYS or bool(SKIP_KEY.search(named))
+    return key in FEEDBACK_KEYS or bool(SKIP_KEY.search(named)) or _negated_label(field.raw_key)
+
+
+def _negated_label(raw_key: str) -> bool:
+    """A field named by what does not hold ("Not possible: visa sponsorship, remote work",
+    "Excluded: agencies"): its values are no facts of the role ("No. of openings" is a
+    count)."""
+    words = snake_key(raw_key.rsplit(".", 1)[-1]).split("_")
+    return bool(set(words) & {"not", "without", "never", "excluded", "excluding"}) or (
+        words[0] == "no" and words[1:2] != ["of"] and len(words) > 1
+    )
