@@ -34,6 +34,7 @@ from hltm_resources.engines.understanding import analyze
 from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
+    YES_NO_KEYS,
     names_a_site,
     same_value_key,
 )
@@ -279,6 +280,8 @@ def _one_identity(key: str, values: list[str]) -> list[str]:
         site = key == "location" and names_a_site(v)
         return (site, "(" in v or head != same_value_key(key, v), not rest, len(rest) <= 3)
 
+    if key in YES_NO_KEYS:  # "yes", not the first note's "yes, for the frontend roles"
+        return [same_value_key(key, g[0]) for g in groups]
     return [min(g, key=plain) for g in groups]
 
 

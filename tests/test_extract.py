@@ -705,3 +705,35 @@ def test_a_place_is_named_by_its_city_without_its_site(value, city):
 
     assert names_a_site(value) and place_name(value) == city
     assert not names_a_site("Toronto, Canada")
+
+
+def test_a_question_in_a_chat_states_nothing_and_none_says_no():
+    export = doc("Title: Payroll Specialist\nvisa_sponsorship: none")
+    chat = doc(
+        "Priya: and sponsorship?\nBeth: can't do it for this band", "chat", "d2", "2026-02-01"
+    )
+    assert ("visa_sponsorship", "none") in facets_of(export, chat)
+
+
+def test_some_days_in_the_office_is_hybrid():
+    got = facets_of(doc("Location stays Amsterdam (Zuidas), 3 days in office.", "note"))
+    assert ("workplace_type", "hybrid") in got
+
+
+def test_a_building_beside_a_city_is_part_of_the_place_not_an_arrangement():
+    text = json.dumps(
+        {"job": {"location": {"city": "Amsterdam", "building": "Group Office, Zuidas"}}}
+    )
+    got = facets_of(doc(text))
+    assert ("location", "Amsterdam") in got
+    assert not any(k == "workplace_type" for k, _ in got)
+
+
+def test_a_reason_is_one_sentence_not_a_list():
+    note = doc(
+        "1) Lars Houtman\nDecision: REJECT\nReason: he needs a visa sponsored from April and "
+        "this role has no sponsorship. Femke would have hired him otherwise.",
+        "feedback",
+    )
+    reasons = {v for k, v in facets_of(note) if k == "rejection_reason"}
+    assert reasons == {"he needs a visa sponsored from April and this role has no sponsorship"}

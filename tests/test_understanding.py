@@ -341,3 +341,29 @@ def test_a_word_of_a_title_outside_the_scope_names_nothing_in_it():
         "account:n",
     )
     assert constraints(a) == {"title: Data Engineer"}
+
+
+@pytest.mark.parametrize(
+    "question,asked",
+    [
+        ("Is sponsorship available?", "visa_sponsorship"),
+        ("Can we sponsor a visa for the Lisbon backend search?", "visa_sponsorship"),
+    ],
+)
+def test_a_question_about_sponsorship_asks_for_it(question, asked):
+    vocab = ScopeVocabulary({**VOCAB.values, "visa_sponsorship": ["yes", "no"]})
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "project", NAMES, "project:p3")
+    assert a.asked_key == asked
+
+
+def test_saying_no_to_an_offer_names_no_sponsorship():
+    vocab = ScopeVocabulary({**VOCAB.values, "visa_sponsorship": ["yes", "no"]})
+    a = analyze(
+        "Why did Chloe Marchand say no to our offer?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "seat",
+        NAMES,
+        "seat:kaito",
+    )
+    assert not any(c.key == "visa_sponsorship" for c in a.constraints)

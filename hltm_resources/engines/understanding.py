@@ -37,6 +37,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     WORKPLACE_WORDS,
+    YES_NO_KEYS,
 )
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented, without_asides
@@ -176,6 +177,7 @@ _KEY_WORDS: dict[str, tuple[str, ...]] = {
     ),
     "seniority": ("seniority", "senior", "junior", "level", "levels"),
     "department": ("department", "departments", "team", "teams"),
+    "visa_sponsorship": ("sponsor", "sponsors", "sponsorship", "visa", "visas", "work permit"),
 }
 
 
@@ -323,6 +325,8 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
     tokens = q.tokens
     for n in index.candidates(q):
         key, value, words = index.entries[n]
+        if key in YES_NO_KEYS and not _names_key(q, key):
+            continue  # "say no to our offer" names no sponsorship: a flag needs its key
         forms = [words]
         head = tuple(fold(value.split(",")[0]).split())
         if head != words and len("".join(head)) >= 4:
@@ -330,6 +334,8 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         bare = tuple(fold(without_asides(value)).split())
         if bare and bare not in forms:
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
+        if value in vocabulary.outside.get(key, ()) and key not in KEY_ORDER:
+            forms = [words]  # a note of another scope is named in full or not at all
         for form in forms:
             out += _runs(q, key, value, form)
         if key == "title" and len(words) >= 2 and value not in vocabulary.outside.get(key, ()):
@@ -363,6 +369,15 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
                 if tokens[i : i + len(seq)] == seq:
                     out.append(Mention("workplace_type", value, i, i + len(seq), "exact"))
     return out
+
+
+def _names_key(q: QuestionWords, key: str) -> bool:
+    """Whether the question names ``key`` itself: its words ("visa", "sponsor") or a name of
+    it."""
+    pattern = _YES_NO_WORDS.get(key)
+    if pattern is not None and pattern.search(" ".join(q.tokens)):
+        return True
+    return any(KEY_ALIASES.get(t) == key for t in q.tokens)
 
 
 def _paraphrased(key: str, value: str, tokens: list[str], stems: list[str]) -> list[Mention]:

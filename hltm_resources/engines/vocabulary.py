@@ -90,7 +90,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "pay_band pay base base_pay"
     ).split(),
     "visa_sponsorship": (
-        "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit sponsor"
+        "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit sponsor "
+        "work_permit_support permit_support sponsorship_support"
     ).split(),
     "education": "education degree min_education".split(),
     "language": "language languages spoken_languages".split(),
@@ -118,6 +119,9 @@ FEEDBACK_KEYS = frozenset({"candidate", "decision", "reason", "stage"})
 #: Facts a project's notes on candidates state (the others describe the role itself).
 CANDIDATE_KEYS = frozenset({"rejection_reason"})
 
+#: How long a reason may be (a sentence: "he needs a visa sponsored from April and this
+#: role has no sponsorship"); other values are cut shorter.
+REASON_CHARS = 200
 SENIORITY_WORDS = {
     "intern": "Intern",
     "entry level": "Entry-level",
@@ -152,6 +156,14 @@ _NEGATIONS = frozenset("not no never non without".split())
 _MIXED_WORDS = frozenset("hybrid blended mixed mix partly partially split".split())
 
 
+_SOME_DAYS = re.compile(r"\b(?:[1-4]|one|two|three|four)(?:\s*-\s*[1-4])?\s*(?:days?|x)\b", re.I)
+
+
+def some_days(text: str) -> bool:
+    """Whether a text counts fewer than five days ("3 days in office", "2-3 days on site")."""
+    return bool(_SOME_DAYS.search(text))
+
+
 def workplace_of(text: str) -> str | None:
     """``remote``, ``hybrid`` or ``on-site`` for a description of a workplace arrangement,
     by the words it uses: both home and office, or a word for a mix, is hybrid; else home is
@@ -165,8 +177,8 @@ def workplace_of(text: str) -> str | None:
     present = set(words)
     remote = bool(present & _REMOTE_WORDS)
     office = bool(present & _OFFICE_WORDS) or "on site" in " ".join(words)
-    if present & _MIXED_WORDS or (remote and office):
-        return "hybrid"
+    if present & _MIXED_WORDS or (remote and office) or (office and some_days(text)):
+        return "hybrid"  # "3 days in office": the rest of the week elsewhere
     if remote:
         return "remote"
     if office:
@@ -196,6 +208,7 @@ KEY_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
         "whether the roles are remote, hybrid or on-site in the office",
         "whether people work from home, from the office or a mix of both",
         "the work arrangement or office attendance policy of the jobs",
+        "the working setup: in the office every day, some days from home, or fully remote",
     ),
     "skill": (
         "which skills, tools or technologies the openings require",
@@ -230,9 +243,13 @@ def canonical_key(raw_key: str) -> str:
 
 def canonical_value(key: str, value: str) -> str | None:
     """Clean a value and map known vocabularies (workplace, seniority); None drops it."""
-    value = clean_value(value)
+    value = clean_value(value, REASON_CHARS if key == "rejection_reason" else 120)
+    if key in YES_NO_KEYS and fold(value) == "none":
+        return value  # "visa_sponsorship: none" says no
     if not value or value.lower() in {"n/a", "na", "none", "null", "-", "tbd", "unknown"}:
         return None
+    if key == "rejection_reason" and fold(value) in FLAG_WORDS:
+        return None  # "Reason: no" gives none
     folded = fold(value)
     if key == "workplace_type":
         for word, canon in WORKPLACE_WORDS.items():

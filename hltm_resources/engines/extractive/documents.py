@@ -26,12 +26,14 @@ from hltm_resources.engines.vocabulary import (
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
+    REASON_CHARS,
     SENIORITY_WORDS,
     YES_NO_KEYS,
     canonical_key,
     canonical_value,
     key_rank,
     polarity,
+    some_days,
     workplace_of,
 )
 from hltm_resources.models import Document, Facet
@@ -170,7 +172,7 @@ def feedback_event(doc: Document) -> FeedbackEvent | None:
     for raw_key, raw_value in pairs:
         key = canonical_key(raw_key)
         if key in ("candidate", "decision", "reason", "rejection_reason") and key not in fields:
-            fields[key] = clean_value(str(raw_value).lstrip(ITEM))
+            fields[key] = clean_value(str(raw_value).lstrip(ITEM), REASON_CHARS)
     by_values = {} if "decision" in fields or not pairs else _decided_by_values(pairs, fields)
     fields.update(by_values)
     decision = fields.get("decision", "")
@@ -279,7 +281,7 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
     if places:
         out.append(_latest_said(places, "location"))
     stated = [
-        (m.group(1), _as_change(text, m.start(1)))
+        (_workplace_said(text, m), _as_change(text, m.start(1)))
         for m in _WORKPLACE_IN_PROSE.finditer(text)
         # "moves on to the onsite next week": a step of the interviews
         if not _interview_stage(text, m) and not _unstated(text, m.start(1), m.end(1))
@@ -322,6 +324,8 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
                 break
                 break
     for m in _VISA_IN_PROSE.finditer(text):
+        if _asked(text, m.start()):
+            continue  # "and sponsorship?" asks, it does not state
         rest = text[m.end() :].split("\n", 1)[0]
         if rest.lstrip().startswith(":"):  # "Sponsorship: not available"
             said = polarity(rest.lstrip()[1:])
@@ -387,10 +391,31 @@ def _changed_amounts(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+def _workplace_said(text: str, m: re.Match) -> str:
+    """The arrangement a mention states: an office some days of the week is hybrid ("three
+    days on site, two from home", "3 days in office")."""
+    value = m.group(1)
+    before = text[max(0, m.start(1) - 20) : m.start(1)]
+    if workplace_of(value) == "on-site" and some_days(before):
+        return "hybrid"
+    return value
+
+
 def _unstated(text: str, start: int, end: int) -> bool:
-    """A mention that states nothing of the role now: negated ("not remote") or the state
-    a change leaves ("from on-site to hybrid", "dropping the on-site requirement")."""
-    return negated_in_text(text, start, end) or superseded_in_text(text, start, end)
+    """A mention that states nothing of the role now: negated ("not remote"), the state a
+    change leaves ("from on-site to hybrid", "dropping the on-site requirement"), or asked
+    about ("is this really remote?")."""
+    return (
+        negated_in_text(text, start, end)
+        or superseded_in_text(text, start, end)
+        or _asked(text, start)
+    )
+
+
+def _asked(text: str, at: int) -> bool:
+    """Whether the sentence around ``at`` is a question."""
+    ends = [e for e in (text.find(c, at) for c in ".!?\n") if e >= 0]
+    return bool(ends) and text[min(ends)] == "?"
 
 
 def _latest_said(stated: list[tuple[str, bool]], key: str) -> tuple[str, str, bool]:

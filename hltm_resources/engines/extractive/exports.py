@@ -39,6 +39,7 @@ from hltm_resources.engines.vocabulary import (
     FLAG_WORDS,
     KEY_ALIASES,
     MULTI_KEYS,
+    REASON_CHARS,
     SENIORITY_WORDS,
     SKIP_KEY,
     WORKPLACE_WORDS,
@@ -68,6 +69,13 @@ PLACE_PARTS: dict[str, str] = {
     "county": "region",
     "country": "country",
     "nation": "country",
+    # a site of the city, said beside it: part of the place, not of the location's name
+    "building": "site",
+    "facility": "site",
+    "campus": "site",
+    "premises": "site",
+    "street": "site",
+    "address": "site",
 }
 #: Words that head a job title: a value ending with one is a title.
 TITLE_HEADS = frozenset(
@@ -456,8 +464,8 @@ def _labelled(obj: dict) -> ExportField | None:
     return _named(raw, field_key((raw,)), pair[1], False)
 
 
-_LOW = frozenset("min minimum low lower from floor start".split())
-_HIGH = frozenset("max maximum high upper to ceiling end".split())
+_LOW = frozenset("min minimum low lower lo from floor start".split())
+_HIGH = frozenset("max maximum high upper hi to ceiling end".split())
 _UNIT = frozenset("currency curr ccy unit period frequency per".split())
 
 
@@ -522,8 +530,8 @@ def _place(obj: dict, path: tuple[str, ...]) -> tuple[str | None, set[str]]:
             groups["_".join(words[:-1])].setdefault(role, (str(key), str(value).strip()))
     in_place = bool(path) and field_key(path) == "location"
     for parts in groups.values():
-        named = {r for r in parts if r != "name"}
-        if len(named) >= 2 or (in_place and (named or "name" in parts)):
+        named = {r for r in parts if r not in ("name", "site")}
+        if len(named) + ("site" in parts) >= 2 or (in_place and (named or "name" in parts)):
             city = parts.get("city") or parts.get("name")
             region, country = parts.get("region"), parts.get("country")
             pieces = [p[1] for p in (city, region) if p and p[1]]
@@ -622,6 +630,11 @@ def items(value: str, key: str | None) -> list[str]:
     for a key that holds several values."""
     if value.startswith(ITEM):
         return [clean_value(value[1:])]
+    if key == "rejection_reason":
+        # A reason is a sentence, not a list: "he needs a visa sponsored and this role has
+        # none" is one reason (several are set apart by semicolons).
+        first = re.split(r"\.\s", value)[0]  # its first sentence says it
+        return [v for v in (clean_value(p, REASON_CHARS) for p in first.split(";")) if v]
     if key in MULTI_KEYS:
         return split_list(value)
     if key == "location" and ";" in value:
