@@ -53,6 +53,9 @@ def sentences_of(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+_SEPARATOR = re.compile(r"\s*::\s*|\s+=\s+")
+
+
 def labelled(text: str, labels: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """The ``label: value`` units of a passage, in order: export lines ("job.level: Junior",
     "Hiring Manager: Goran Yilmaz", packed one after the other) and labels in prose ("Code
@@ -60,6 +63,7 @@ def labelled(text: str, labels: frozenset[str] = frozenset()) -> list[tuple[str,
     before it that names a key (``labels``: snake_case names, with the alias table's)."""
     out: list[tuple[str, str]] = []
     for sentence in sentences_of(text):
+        sentence = _SEPARATOR.sub(": ", sentence)  # "Manager :: Kees Bakker", "hc = 2"
         words = sentence.split(" ")
         ends = [i for i, w in enumerate(words) if w.endswith(":") and len(w) > 1]
         starts = []
@@ -648,3 +652,55 @@ def why_findings(
                     note = note[: 2 * QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
                 out.append(Finding(node, names.get(node, node), note, None, (p.doc_id,), note))
     return out
+
+
+#: Words by which a sentence gives a cause ("after the budget freeze", "because the office
+#: is closing", "due to ...").
+_CAUSE = re.compile(
+    r"\b(?:because|due to|owing to|as a result|after|since|following|given|so that|so we|"
+    r"reason|why|freeze|closing|closes|approved|decided|budget)\b",
+    re.I,
+)
+#: A message's headers: who wrote it and when, no cause.
+_HEADERS = re.compile(
+    r"\b(?:From|To|Cc|Date|Sent)\s*:.*?(?=\b(?:From|To|Cc|Date|Sent|Subject)\s*:)|\bSubject\s*:"
+)
+#: Question words that say nothing of what is asked about.
+_WHY_WORDS = frozenset("why how come what reason is was did does do the this that any more".split())
+
+
+def cause_findings(
+    leaves: ScopeLeaves,
+    subjects: Sequence[str],
+    question: str,
+    names: Mapping[str, str],
+    meaning: Mapping[str, float] | None = None,
+) -> list[Finding]:
+    """Why something of a role is as it is (not why a candidate was turned down): the
+    sentence of a subject leaf's notes that says most of what the question says and gives a
+    cause, quoted with the sentence after it (a note states a change, then why)."""
+    meaning = meaning or {}
+    asked = {
+        stem(w)
+        for w in fold(question).split()
+        if w not in STOPWORDS and w not in _WHY_WORDS and len(w) > 1
+    }
+    ranked = []
+    for node in subjects[:MAX_SUBJECTS]:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        for p in facts.passages:
+            said = sentences_of(_HEADERS.sub(" ", p.text))
+            for i in range(len(said)):
+                told = " ".join(said[i : i + 2])
+                shared = len(asked & {stem(w) for w in fold(told).split()})
+                if shared:
+                    cause = bool(_CAUSE.search(told))
+                    ranked.append((shared + cause, meaning.get(p.passage_id, 0.0), node, p, told))
+    if not ranked:
+        return []
+    score, _, node, p, told = max(ranked, key=lambda t: (t[0], t[1], t[3].passage_id))
+    if score < 2:
+        return []  # one word in common is no answer
+    return [Finding(node, names.get(node, node), told, "cause", (p.doc_id,), told)]

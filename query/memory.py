@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 import warnings
@@ -50,6 +51,7 @@ from hltm_resources.stores.vectors import (
 )
 from hltm_resources.text import fold, humanize_key
 from query.findings import (
+    cause_findings,
     evidence_findings,
     key_findings,
     mentioned_values,
@@ -233,6 +235,14 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
         "summaries": [item(i) for i in ctx.summaries],
         "evidence": [item(i) for i in ctx.evidence],
     }
+
+
+#: A "why" about candidates turned down, not about the role.
+_REJECTION_WORDS = re.compile(
+    r"\b(?:reject\w*|turn(?:ed)? down|declin\w*|pass(?:ed)? on|say no|said no|not hired|"
+    r"didn'?t get|did not get|fail\w*|drop(?:ped)? out|withdr[ae]w\w*|candidates?)\b",
+    re.I,
+)
 
 
 def _one_identity(key: str, values: list[str]) -> list[str]:
@@ -1000,8 +1010,12 @@ class Memory:
                 out.distributions = {key: spread}
                 out.counted = len(subjects)
         elif analysis.form == "why":
-            known = vocab.values.get("rejection_reason", [])
-            out.findings = why_findings(leaves, subjects, analysis, known, names)
+            if _REJECTION_WORDS.search(question):
+                known = vocab.values.get("rejection_reason", [])
+                out.findings = why_findings(leaves, subjects, analysis, known, names)
+            else:  # "why did this go from 2 seats to 1?": a cause the notes give
+                meaning = self._passage_meaning(where, scope, qvec)
+                out.findings = cause_findings(leaves, subjects, question, names, meaning)
         elif analysis.form == "fact":
             if key:
                 # An export object holding the attribute in parts ("salary": min, max, ...).

@@ -273,6 +273,12 @@ def _named_all(value: str, known: Sequence[str], index: KnownValues | None = Non
     return [w for w in stated if not any(o != w and _facet_states(o, w) for o in stated)]
 
 
+def _a_part_of(key: str, value: str, place: str) -> bool:
+    """Whether a location ``value`` is a part of the city ``place`` names, written after it
+    ("Rotterdam Waalhaven" is in Rotterdam)."""
+    return key == "location" and same_value_key(key, value).startswith(place + " ")
+
+
 def one_valued(key: str) -> bool:
     """A key known to hold one value per leaf (a role has one location). Keys learned from
     the data are not assumed to: their other values are never taken for rivals."""
@@ -402,7 +408,7 @@ class ScopeLeaves:
             stating: set[str] = set()
             same = same_value_key(m.key, m.value)
             for v, holding in self.holders(m.key).items():
-                if same_value_key(m.key, v) == same:
+                if same_value_key(m.key, v) == same or _a_part_of(m.key, v, same):
                     stating.update(holding)
             may_state = self._may_state(m.value)
             rivals: list[str] | None = None

@@ -381,3 +381,33 @@ def test_a_gold_sum_in_thousands_is_stated_however_the_answer_writes_it(answer):
     q = {"family": "fact", "gold_values": [["42"], ["48"]], "gold_references": []}
     assert score(q, answer, []) == 1.0
     assert score(q, "4200-4800", []) == 0.0
+
+
+@pytest.fixture(scope="module")
+def handmade4(tmp_path_factory):
+    yield from _snapshot_world(tmp_path_factory, "handmade4")
+
+
+@pytest.mark.parametrize(
+    "scope,question,said,node",
+    [
+        (
+            "project:ic-04",
+            "why isn't this tied to Madrid any more?",
+            "office is closing",
+            "project:ic-04",
+        ),
+        (
+            "account:halden",
+            "why is Oliver Haines the HM on the London compliance search now?",
+            "maternity leave",
+            "project:tl-04",
+        ),
+    ],
+)
+def test_a_why_about_the_role_quotes_the_note_that_gives_the_cause(
+    handmade4, scope, question, said, node
+):
+    _, memory = handmade4
+    r = memory.ask(question, scope=scope)
+    assert said in r.answer and node in r.answer and "turned down" not in r.answer

@@ -1139,7 +1139,7 @@ def _other_names(question: str, q: QuestionWords, covered: list[tuple[int, int]]
     run: list[str] = []
     for i, token in enumerate(q.tokens):
         named = (q.capital[i] or q.upper[i] or any(c.isdigit() for c in token)) and not (
-            q.first[i] or i in taken or len(token) < 2
+            q.first[i] or i in taken or len(token) < 2 or token in KEY_ALIASES  # "HM"
         )
         if named:
             run.append(q.raw[i])

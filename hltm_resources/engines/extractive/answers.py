@@ -164,6 +164,17 @@ def _yes_no(analysis: Analysis, findings: list[Finding]) -> str:
 
 def _why(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> Answer:
     findings = context.findings
+    if findings and all(f.key == "cause" for f in findings):
+        shown = "; ".join(f"{f.value} — {_source(f)}" for f in findings[:SHOWN_NODES])
+        return Answer(
+            f"The notes say: {shown}.",
+            tuple(dict.fromkeys(f.node_id for f in findings)),
+            "The sentences of the notes that say most of what the question says, with a cause",
+        )
+    if not findings and not analysis.mentions and analysis.asked_key != "rejection_reason":
+        return Answer(
+            f"Nothing under {context.scope} says why.", (), "No note in scope answers it."
+        )
     if not findings:
         who = join_human(analysis.mentions) or "candidates"
         return Answer(
