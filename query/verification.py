@@ -34,6 +34,7 @@ from hltm_resources.engines.aliases import (
 from hltm_resources.engines.base import LeafMatch, MicroQuery, ParsedQuery
 from hltm_resources.engines.extractive.documents import is_feedback_kind
 from hltm_resources.engines.negation import _TOKEN, negated, tokenize
+from hltm_resources.engines.understanding import amount_bound
 from hltm_resources.engines.vocabulary import (
     CANDIDATE_KEYS,
     KEY_ALIASES,
@@ -273,6 +274,20 @@ def _named_all(value: str, known: Sequence[str], index: KnownValues | None = Non
     return [w for w in stated if not any(o != w and _facet_states(o, w) for o in stated)]
 
 
+_COMPARE = {
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+}
+
+
+def _within(facts: LeafFacts, key: str, bound: tuple[str, int]) -> bool:
+    """Whether a leaf's number of ``key`` (its first) is within ``bound``."""
+    numbers = [int(m.group()) for v in facts.values.get(key, ()) if (m := re.match(r"\d+", v))]
+    return bool(numbers) and _COMPARE[bound[0]](numbers[0], bound[1])
+
+
 def _a_part_of(key: str, value: str, place: str) -> bool:
     """Whether a location ``value`` is a part of the city ``place`` names, written after it
     ("Rotterdam Waalhaven" is in Rotterdam)."""
@@ -402,6 +417,12 @@ class ScopeLeaves:
         survivors = [n for n in self.leaves if schema.is_leaf(n.split(":", 1)[0])]
         how: dict[str, list[str]] = {n: [] for n in survivors}
         for _, m in wanted:
+            if (bound := amount_bound(m.value)) is not None:
+                # "more than 1" hire: the leaves whose number of it is within the bound.
+                survivors = [n for n in survivors if _within(self.facts[n], m.key, bound)]
+                for n in survivors:
+                    how[n].append("facet")
+                continue
             # A facet states a constraint's value when it is that value (identity after
             # normalization: "Lisbon" is "Lisbon, Portugal"; "Mid-Senior level" is not
             # "Senior", Frontend is not Backend).

@@ -737,3 +737,19 @@ def test_a_reason_is_one_sentence_not_a_list():
     )
     reasons = {v for k, v in facets_of(note) if k == "rejection_reason"}
     assert reasons == {"he needs a visa sponsored from April and this role has no sponsorship"}
+
+
+@pytest.mark.parametrize(
+    "pay,currency",
+    [("55–68 k€ brutos", "EUR"), ("£28,000 - £31,000", "GBP"), ("$140,000–$165,000", "USD")],
+)
+def test_a_pay_range_states_its_currency(pay, currency):
+    assert ("currency", currency) in facets_of(doc(f"Title: Analyst\nSalary: {pay}"))
+
+
+def test_a_head_count_a_later_note_states_stands():
+    export = doc("Title: iOS Engineer\nHeadcount: 1")
+    note = doc(
+        "Good news: a second seat got approved, so we're now hiring 2.", "email", "d2", "2026-03-01"
+    )
+    assert ("headcount", "2") in facets_of(export, note)

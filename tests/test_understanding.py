@@ -367,3 +367,30 @@ def test_saying_no_to_an_offer_names_no_sponsorship():
         "seat:kaito",
     )
     assert not any(c.key == "visa_sponsorship" for c in a.constraints)
+
+
+@pytest.mark.parametrize(
+    "question,wanted,form",
+    [
+        ("How many searches are hiring more than one person?", "headcount: more than 1", "count"),
+        ("number of searches with at least 2 openings?", "headcount: at least 2", "count"),
+        ("how many of our reqs are paid in pounds?", "currency: GBP", "count"),
+    ],
+)
+def test_a_bound_on_hires_and_a_currency_are_constraints(question, wanted, form):
+    vocab = ScopeVocabulary({**VOCAB.values, "headcount": ["1", "2"], "currency": ["EUR", "GBP"]})
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", NAMES, "account:nw")
+    assert (a.form, constraints(a)) == (form, {wanted})
+
+
+def test_how_many_hires_asks_for_the_number_a_role_hires():
+    vocab = ScopeVocabulary({**VOCAB.values, "headcount": ["1", "2"]})
+    a = analyze(
+        "Lisbon data engineer: how many hires?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "account",
+        NAMES,
+        "account:nw",
+    )
+    assert (a.form, a.answer_type) == ("fact", "number")

@@ -33,6 +33,7 @@ from hltm_resources.engines.base import Analysis, MicroQuery, ParsedQuery, Scope
 from hltm_resources.engines.negation import negated_in_text
 from hltm_resources.engines.vocabulary import (
     CANDIDATE_KEYS,
+    CURRENCY_WORDS,
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
@@ -68,7 +69,8 @@ DISTRIBUTION_WORDS = re.compile(
 _WH = re.compile(
     r"(?:^\W*(?:(?:so|and|ok|okay|hey|quick question|remind me|tell me|can you tell me|"
     r"do you know|at|in|on|for|from|with|by|to|and)\W+)*|[,;:?.!\u2013\u2014]\s*|\s-\s*)"
-    r"(how many|how much|what|which|who|whom|whose|where|when|why|list|show|find)\b(.*)$",
+    r"(how many|how much|what|which|who|whom|whose|where|when|why|list|show|find|"
+    r"(?:the\s+)?(?:total\s+)?(?:number|count)\s+of)\b(.*)$",
     re.I | re.S,
 )
 #: "Is there a code name for ...?", "Do we have a hiring manager on ...?": what is there.
@@ -360,6 +362,11 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
                     if stems[i] in {stem(w) for w in fold(value).split()}
                 )
             ]
+    # A currency by its name or code ("paid in pounds", "in euros", "GBP").
+    currencies = set(vocabulary.values.get("currency", ()))
+    for i, token in enumerate(tokens):
+        if CURRENCY_WORDS.get(token) in currencies and token.isalpha():
+            out.append(Mention("currency", CURRENCY_WORDS[token], i, i + 1, "exact"))
     # A workplace stated in other words ("in the office", "from home").
     known = set(vocabulary.values.get("workplace_type", ()))
     for words, value in WORKPLACE_WORDS.items():
@@ -369,6 +376,80 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
                 if tokens[i : i + len(seq)] == seq:
                     out.append(Mention("workplace_type", value, i, i + len(seq), "exact"))
     return out
+
+
+#: Nouns by which "how many" asks for the people a role hires, not for roles.
+_PEOPLE_NOUNS = frozenset("hire person people head".split())
+#: Words that bound an amount ("more than one hire", "at least 2 openings").
+BOUNDS = {
+    "more than": ">",
+    "over": ">",
+    "above": ">",
+    "greater than": ">",
+    "at least": ">=",
+    "fewer than": "<",
+    "less than": "<",
+    "under": "<",
+    "below": "<",
+    "at most": "<=",
+    "no more than": "<=",
+}
+#: Words a count of hires is said in ("more than one person", "over 2 seats").
+_HIRE_NOUNS = frozenset(
+    "person people hire hires head heads headcount seat seats opening openings position "
+    "positions post posts vacancy vacancies fte".split()
+)
+_SMALL_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+
+
+def _compared_amount(
+    q: QuestionWords, vocabulary: ScopeVocabulary
+) -> tuple[MicroQuery, tuple[int, int]] | None:
+    """A bound on a number of hires the question sets ("hiring more than one person", "at
+    least 2 openings"): the constraint (``headcount: more than 1``) and the words it spans."""
+    if "headcount" not in vocabulary.values:
+        return None
+    t = q.tokens
+    for i in range(len(t)):
+        for words in sorted(BOUNDS, key=lambda b: -len(b.split())):
+            bound = words.split()
+            j = i + len(bound)
+            if t[i:j] != bound or j >= len(t):
+                continue
+            amount = int(t[j]) if t[j].isdigit() else _SMALL_NUMBERS.get(t[j])
+            after = t[j + 1 : j + 3]
+            if amount is None or not any(
+                _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS for w in after
+            ):
+                continue
+            noun = next(
+                k for k, w in enumerate(after) if _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS
+            )
+            return MicroQuery("headcount", f"{words} {amount}"), (i, j + 2 + noun)
+    return None
+
+
+def amount_bound(value: str | None) -> tuple[str, int] | None:
+    """The comparison and the amount of a bound (:func:`_compared_amount`): ("more than 1")
+    -> (">", 1); None for a plain value."""
+    if not value:
+        return None
+    for words, op in BOUNDS.items():
+        m = re.fullmatch(re.escape(words) + r" (\d+)", value)
+        if m:
+            return op, int(m.group(1))
+    return None
 
 
 def _names_key(q: QuestionWords, key: str) -> bool:
@@ -701,7 +782,9 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     if not m:
         return "", [], None
     wh = m.group(1).lower()
-    if wh not in _WH_WORDS:
+    if wh.endswith(" of"):
+        wh = "how many"  # "number of searches with ...", "count of my searches ..."
+    elif wh not in _WH_WORDS:
         wh = "what"  # "Is there an internal code name ...?" asks what it is
     q = QuestionWords.of(m.group(2))
     tokens = q.tokens
@@ -800,6 +883,10 @@ def analyze(
     context: list[str] = []
     loose: list[MicroQuery] = []
     excluded: list[MicroQuery] = []
+    compared = _compared_amount(q, vocabulary)
+    if compared is not None:
+        # "hiring more than one person": the count is a bound, no value of any key.
+        mentions = [m for m in mentions if not _overlaps(m, [compared[1]])]
     negated = _excluded_mentions(q, mentions)
     for m in mentions:
         if (
@@ -822,6 +909,8 @@ def analyze(
             constraints.append(MicroQuery(m.key, m.value))
             if m.key in MULTI_KEYS or m.key not in KEY_ORDER:
                 loose.append(MicroQuery(m.key, m.value))
+    if compared is not None:
+        constraints.append(compared[0])
     constraints = list(dict.fromkeys(constraints))
     if wh in ("which", "how many", "list", "show", "find") and not at_leaf:
         # "Which roles can sponsor a visa?": the leaves whose yes/no key says yes (or no,
@@ -902,6 +991,8 @@ def analyze(
         # "How big a team ...", "How long ...": a number, said of the noun that follows.
         answer_type, phrase = "number", measure.group(1) or ""
     elif wh in ("how many", "how much"):
+        if noun and _singular(noun[0]) in _PEOPLE_NOUNS:
+            noun_level = None  # "how many hires?": the people a role hires, not the roles
         if noun_level and not at_leaf:
             form, level, answer_type = "count", noun_level, "number"
         else:

@@ -33,6 +33,7 @@ KEY_ORDER: tuple[str, ...] = (
     "employment_type",
     "experience_years",
     "salary_range",
+    "currency",
     "visa_sponsorship",
     "education",
     "language",
@@ -89,6 +90,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
         "pay_band pay base base_pay"
     ).split(),
+    "currency": "currency ccy curr salary_currency pay_currency".split(),
     "visa_sponsorship": (
         "visa visa_sponsorship sponsorship visa_support sponsorship_available work_permit sponsor "
         "work_permit_support permit_support sponsorship_support"
@@ -267,6 +269,8 @@ def canonical_value(key: str, value: str) -> str | None:
         # reports to ..."), else nothing ("she said senior, but ...").
         first = folded.split()[0]
         return SENIORITY_WORDS.get(first)
+    if key == "currency":
+        return currency_of(value)
     if key in NUMBER_DESCRIPTIONS and (m := re.match(r"\s*(\d+)\b", value)):
         return m.group(1)  # "2 (Rotterdam x1, Utrecht x1), on-site"
     if key == "location":
@@ -274,6 +278,37 @@ def canonical_value(key: str, value: str) -> str | None:
     if key in ("title", "location", "department", "language"):
         return title_case(value)
     return value
+
+
+#: Currencies by their codes, signs and names ("k€", "£85-95k", "paid in pounds").
+CURRENCIES = {
+    "EUR": ("eur", "euro", "euros", "€"),
+    "GBP": ("gbp", "pound", "pounds", "sterling", "£"),
+    "USD": ("usd", "dollar", "dollars", "us$", "$"),
+    "CHF": ("chf", "franc", "francs"),
+    "SEK": ("sek", "kronor"),
+    "NOK": ("nok",),
+    "DKK": ("dkk",),
+    "PLN": ("pln", "zloty"),
+    "CAD": ("cad", "c$"),
+    "AUD": ("aud", "a$"),
+    "INR": ("inr", "rupees", "₹"),
+    "JPY": ("jpy", "yen", "¥"),
+}
+CURRENCY_WORDS = {w: code for code, words in CURRENCIES.items() for w in words}
+_CURRENCY = re.compile(
+    r"(?<![a-z])("
+    + "|".join(re.escape(w) for w in sorted(CURRENCY_WORDS, key=len, reverse=True) if w.isalpha())
+    + r")(?![a-z])|([€£¥₹$])",
+    re.I,
+)
+
+
+def currency_of(text: str) -> str | None:
+    """The currency a sum of money is stated in, by its code, sign or name ("EUR 60k",
+    "55–68 k€", "£28,000"), or None."""
+    m = _CURRENCY.search(text)
+    return CURRENCY_WORDS[(m.group(1) or m.group(2)).lower()] if m else None
 
 
 #: A value that is a bare flag, and what it says ("remote: no", "overall: Yes").

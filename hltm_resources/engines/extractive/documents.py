@@ -31,6 +31,7 @@ from hltm_resources.engines.vocabulary import (
     YES_NO_KEYS,
     canonical_key,
     canonical_value,
+    currency_of,
     key_rank,
     polarity,
     some_days,
@@ -369,7 +370,10 @@ _HEADCOUNT = re.compile(
     + _HEADS
     + r"\s+(?:\w+\s+){0,3}?(?:of|to|is|at|:)\s+(?:now\s+)?"
     + _AMOUNT
-    + r"\b",
+    + r"\b"
+    + r"|\bhiring\s+(?:now\s+)?"
+    + _AMOUNT
+    + r"\b(?!\s*(?:days?|weeks?|months?|years?|%))",
     re.I,
 )
 #: A range of pay: "EUR 66,000 - 76,000", "€70k–€80k", "$120,000 to $140,000".
@@ -473,6 +477,12 @@ def document_facets(doc: Document) -> list[RawFacet]:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
         found.append(("rejection_reason", event.reason, structured, True, False))
+    # The currency a pay range is stated in is an attribute of its own ("paid in pounds").
+    found += [
+        ("currency", code, s, r, c)
+        for k, v, s, r, c in list(found)
+        if k == "salary_range" and (code := currency_of(v))
+    ]
     out: list[RawFacet] = []
     for key, raw_value, is_structured, resolved, changes in found:
         values = items(raw_value, key)
