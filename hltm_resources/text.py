@@ -53,7 +53,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def snake_key(raw: str) -> str:
     """Normalize a facet key to ``snake_case`` ASCII (``workplaceType`` -> ``workplace_type``)."""
-    raw = raw.replace("&", " and ").replace("(s)", "s")  # "Work Location(s)"
+    raw = re.sub(r"\(s\)", "s", raw.replace("&", " and "), flags=re.I)  # "Work Location(s)"
     key = fold(_CAMEL.sub(" ", raw))
     return key.replace(" ", "_")[:64]
 

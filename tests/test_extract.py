@@ -753,3 +753,63 @@ def test_a_head_count_a_later_note_states_stands():
         "Good news: a second seat got approved, so we're now hiring 2.", "email", "d2", "2026-03-01"
     )
     assert ("headcount", "2") in facets_of(export, note)
+
+
+@pytest.mark.parametrize(
+    "text,wanted",
+    [
+        ("Ubicación / Location:   Barcelona\nNº de vacantes / Headcount:   3", ("headcount", "3")),
+        (
+            "FIELD        | VALUE\n-------------|------\nPosition     | Actuarial Analyst\n"
+            "Headcount    | 3",
+            ("title", "Actuarial Analyst"),
+        ),
+        (
+            "Modalità di lavoro / Work mode:  ibrido (3 giorni in ufficio)\nLevel: Sr",
+            ("workplace_type", "hybrid"),
+        ),
+        (
+            "Modalidad / Work model:  Híbrido (2 días/semana en oficina)\nLevel: Sr",
+            ("seniority", "Senior"),
+        ),
+        (
+            "Role: Product Manager\nBase: London (Shoreditch office), hybrid 2 days\n1 hire\n"
+            "£85-95k base",
+            ("salary_range", "£85-95k"),
+        ),
+        ("Title: Data Engineer\nApproved by: CFO office, 12/01/2024", ("title", "Data Engineer")),
+    ],
+)
+def test_labels_in_any_language_and_loose_exports_are_read(text, wanted):
+    got = facets_of(doc(text))
+    assert wanted in got
+    assert not any(k == "workplace_type" and v == "on-site" for k, v in got)
+
+
+def test_openings_listed_per_city_add_up_and_both_cities_stand():
+    xml = (
+        "<JobRequisition><Title>Platform Engineer</Title><Locations>"
+        '<Location primary="true"><City>Dublin</City><Site>Grand Canal Dock</Site>'
+        "<Openings>1</Openings></Location><Location><City>Amsterdam</City><Site>Zuidas</Site>"
+        "<Openings>1</Openings></Location></Locations></JobRequisition>"
+    )
+    got = facets_of(doc(xml))
+    assert {("location", "Dublin"), ("location", "Amsterdam"), ("headcount", "2")} <= got
+
+
+@pytest.mark.parametrize(
+    "later,wanted",
+    [
+        (
+            "Oliver wants this role on-site five days a week, so please change it from hybrid.",
+            ("workplace_type", "on-site"),
+        ),
+        (
+            "So this role is now fully remote, anywhere in Spain — not tied to Madrid any more.",
+            ("workplace_type", "remote"),
+        ),
+    ],
+)
+def test_a_change_away_from_a_value_and_a_negation_set_off_by_a_dash(later, wanted):
+    export = doc("Title: QA Engineer\nWorkplace: Hybrid")
+    assert wanted in facets_of(export, doc(later, "email", "d2", "2026-02-01"))

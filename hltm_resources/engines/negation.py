@@ -24,6 +24,7 @@ NEGATION_AFTER = 6
 CLAUSE_BREAKS = frozenset(". ; : ! ? but however although though while whereas yet".split())
 COORDINATION = frozenset("and or".split())
 ARTICLES = frozenset("a an the".split())
+_DASH = re.compile(r"\s[\u2013\u2014]\s")
 _TOKEN = re.compile(r"[a-z0-9]+|[.;:!?]")
 _CLAUSE_END = re.compile(r"([.;:!?])(?=\s|$)")
 _RUNS = re.compile(r"[a-z0-9]+")
@@ -33,6 +34,7 @@ def tokenize(text: str) -> list[str]:
     """Folded words, plus the punctuation that ends a clause: ``fold_keep_breaks`` read for
     runs of letters and digits (what ``fold`` keeps of a word), clause by clause."""
     out: list[str] = []
+    text = _DASH.sub(" ; ", text)  # "remote, anywhere in Spain — not tied to Madrid"
     for part in _CLAUSE_END.split(text):
         if part in ".;:!?":  # a clause's end (or a part made of such marks), kept as it is
             out += _TOKEN.findall(part)
@@ -101,13 +103,22 @@ DROPPING = frozenset(
 )
 
 
+#: Words of a change a "from X" follows ("change it from hybrid", "away from on-site").
+_CHANGING = ("chang", "switch", "mov", "away", "go", "went", "shift")
+
+
 def superseded_in_text(text: str, start: int, end: int) -> bool:
     """Whether the span ``text[start:end]`` is named as the state a change leaves: the
     ``X`` of "from X to Y" ("change the ad from on-site to hybrid", "goes from 2 to 3"), or
     a value being dropped ("we're dropping the on-site requirement")."""
-    before = _within_clause(reversed(tokenize(text[max(0, start - 60) : start])), 3)
+    before = _within_clause(reversed(tokenize(text[max(0, start - 60) : start])), 6)
     after = _within_clause(tokenize(text[end : end + 60]), 4)
-    return ("from" in before and "to" in after) or bool(set(before) & DROPPING)
+    if "from" in before[:3]:
+        # "from X to Y", "please change it from hybrid", "moving away from on-site"
+        leading = before[before.index("from") + 1 :]
+        if "to" in after or any(t.startswith(_CHANGING) for t in leading):
+            return True
+    return bool(set(before[:3]) & DROPPING)
 
 
 def _within_clause(tokens: Iterable[str], reach: int) -> list[str]:

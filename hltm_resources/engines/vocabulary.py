@@ -129,11 +129,14 @@ SENIORITY_WORDS = {
     "entry level": "Entry-level",
     "entry-level": "Entry-level",
     "junior": "Junior",
+    "jr": "Junior",
     "mid level": "Mid-level",
     "mid-level": "Mid-level",
     "mid": "Mid-level",
     "medior": "Mid-level",
     "senior": "Senior",
+    "sr": "Senior",
+    "snr": "Senior",
     "staff": "Staff",
     "principal": "Principal",
     "lead": "Lead",
@@ -152,10 +155,19 @@ WORKPLACE_WORDS = {
 #: Words by which a workplace arrangement is described, whatever the phrasing ("work from
 #: home", "office-based", "blended: office + home", "in person at the site"): where people
 #: work (home or office) and whether the arrangement mixes both.
-_REMOTE_WORDS = frozenset("remote home distributed anywhere wfh telecommute teleworking".split())
-_OFFICE_WORDS = frozenset("office onsite premises person campus".split())
+_REMOTE_WORDS = frozenset(
+    "remote home distributed anywhere wfh telecommute teleworking "
+    # as European exports write it (es, fr, it, de, nl)
+    "remoto remota teletrabajo teletravail distanciel homeoffice thuiswerken".split()
+)
+_OFFICE_WORDS = frozenset(
+    "office onsite premises person campus "
+    "presencial oficina presentiel bureau sede ufficio presenza buro kantoor".split()
+)
 _NEGATIONS = frozenset("not no never non without".split())
-_MIXED_WORDS = frozenset("hybrid blended mixed mix partly partially split".split())
+_MIXED_WORDS = frozenset(
+    "hybrid blended mixed mix partly partially split hibrido hibrida hybride ibrido hybrid".split()
+)
 
 
 _SOME_DAYS = re.compile(r"\b(?:[1-4]|one|two|three|four)(?:\s*-\s*[1-4])?\s*(?:days?|x)\b", re.I)
@@ -315,9 +327,12 @@ def currency_of(text: str) -> str | None:
 FLAG_WORDS = {"yes": True, "true": True, "y": True, "no": False, "false": False, "n": False}
 #: Keys whose values say yes or no ("Skilled Worker visa available", "not sponsored").
 YES_NO_KEYS = frozenset({"visa_sponsorship", "is_open"})
-_NO_WORDS = frozenset("no not none false unavailable without cannot cant n/a never".split())
+_NO_WORDS = frozenset(
+    "no not none false unavailable without cannot cant n/a never non nein nee nao".split()
+)
 _YES_WORDS = frozenset(
-    "yes true available offered supported sponsored provided possible y open".split()
+    "yes true available offered supported sponsored provided possible y open sponsor can "
+    "si oui ja sim".split()
 )
 
 

@@ -81,7 +81,8 @@ _TITLE_IN_PROSE = re.compile(
 _LOCATION_IN_PROSE = re.compile(
     r"\b(?:based (?:in|out of)|located in|office in|offices in|relocate to|on-?site in|"
     r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in|"
-    r"(?:mov\w*|relocat\w*) to(?: the| our)?)\s+"
+    r"(?:mov\w*|relocat\w*) to(?: the| our)?(?= [A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)? "
+    r"(?:office|site|hub|campus|depot|branch)\b))\s+"
     r"((?:[A-Z][\w'\u2019.-]*)(?:(?:,\s*|\s+)(?:[A-Z][\w'\u2019.-]*)){0,3})"
 )
 _WORKPLACE_IN_PROSE = re.compile(
@@ -336,8 +337,8 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             out.append(("visa_sponsorship", said, _as_change(text, m.start(1))))
         break
     for sentence in sentences(text):
-        if _CHANGE.search(sentence):
-            out.extend((key, value, True) for key, value in _changed_amounts(sentence))
+        changes = bool(_CHANGE.search(sentence))
+        out.extend((key, value, changes) for key, value in _amounts(sentence))
     for m in _SKILLS_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
             continue
@@ -383,11 +384,16 @@ _PAY_RANGE = re.compile(
 )
 
 
-def _changed_amounts(sentence: str) -> list[tuple[str, str]]:
-    """The pay range and number of hires a sentence stating a change gives, the last one it
-    names ("the band goes to EUR 66,000 - 76,000", "headcount goes from 2 to 3")."""
+_PAY_WORDS = re.compile(
+    r"\b(?:salary|pay|paid|band|comp\w*|base|range|budget|package|gross)\b", re.I
+)
+
+
+def _amounts(sentence: str) -> list[tuple[str, str]]:
+    """The pay range and number of hires a sentence gives, the last one it names ("the band
+    goes to EUR 66,000 - 76,000", "headcount goes from 2 to 3", "£85-95k base")."""
     out = []
-    if pay := list(_PAY_RANGE.finditer(sentence)):
+    if _PAY_WORDS.search(sentence) and (pay := list(_PAY_RANGE.finditer(sentence))):
         out.append(("salary_range", pay[-1].group(0)))
     if re.search(_HEADS, sentence, re.I) and (count := list(_HEADCOUNT.finditer(sentence))):
         word = fold(next(g for g in reversed(count[-1].groups()) if g))
@@ -461,7 +467,8 @@ def document_facets(doc: Document) -> list[RawFacet]:
     feedback = _is_feedback(doc)
     event = feedback_event(doc) if feedback or _REJECT_WORDS.search(doc.text) else None
     for f in fields:
-        key = f.key or canonical_key(f.raw_key)
+        # A field its value's form says is not what its name says keeps its own name.
+        key = f.key or (f.raw_key if f.by == "form" else canonical_key(f.raw_key))
         if is_skipped(f, key):
             continue
         if not structured and snake_key(f.raw_key) not in KEY_ALIASES:
@@ -477,6 +484,11 @@ def document_facets(doc: Document) -> list[RawFacet]:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
         found.append(("rejection_reason", event.reason, structured, True, False))
+    # Openings listed per place add up: one in Dublin and one in Amsterdam are two hires.
+    counts = [v for k, v, *_ in found if k == "headcount" and v.startswith(ITEM)]
+    if len(counts) > 1 and all(v[1:].strip().isdigit() for v in counts):
+        found = [f for f in found if not (f[0] == "headcount" and f[1].startswith(ITEM))]
+        found.append(("headcount", str(sum(int(v[1:]) for v in counts)), True, True, False))
     # The currency a pay range is stated in is an attribute of its own ("paid in pounds").
     found += [
         ("currency", code, s, r, c)

@@ -76,6 +76,7 @@ PLACE_PARTS: dict[str, str] = {
     "premises": "site",
     "street": "site",
     "address": "site",
+    "site": "site",
 }
 #: Words that head a job title: a value ending with one is a title.
 TITLE_HEADS = frozenset(
@@ -235,10 +236,10 @@ def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
 #: with a spaced dash; "KEY - value" with a spaced hyphen when the key is written in capitals
 #: or is a known name: "Joana Ribeiro - final round" is no field).
 KV_LINE = re.compile(
-    r"^\s*[-*\u2022]?\s*([A-Za-z][A-Za-z0-9 _/().&'-]{0,40}?)"
+    r"^\s*[-*\u2022]?\s*([^\W\d_][\w /().&'\u00ba\u00b0-]{0,40}?)"
     r"(?:\s*(?:::|[:=])|\s*\.{3,}:?|\s+[\u2013\u2014])\s*(.+?)\s*$"
 )
-_HYPHEN_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _/().&']{0,40}?)\s+-\s+(.+?)\s*$")
+_HYPHEN_LINE = re.compile(r"^\s*([^\W\d_][\w /().&'\u00ba\u00b0]{0,40}?)\s+-\s+(.+?)\s*$")
 _MARKUP = re.compile(r"\*\*|__|`")
 _TABLE_RULE = re.compile(r"^[\s|:+-]+$")
 
@@ -272,6 +273,9 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
     Value |`` rows, ``Key;Value`` rows), or as a header line over one row of values (CSV, or a
     markdown table): each is read as the "Key: value" lines it stands for."""
     rows = [i for i, ln in enumerate(lines) if ln.strip().startswith("|")]
+    if len(rows) < 2:  # "FIELD | VALUE" rows written without their outer bars
+        piped = [i for i, ln in enumerate(lines) if "|" in ln]
+        rows = piped if len(piped) >= 2 and len(piped) * 2 >= len(lines) else rows
     if len(rows) >= 2:
         sep, table = "|", [i for i in rows if not _TABLE_RULE.match(lines[i])]
     else:
@@ -334,6 +338,8 @@ _CLAUSE_WORDS = frozenset("is are was were be been it this that we you they i ou
 
 def _is_label(text: str) -> bool:
     """A field's name: at most four words, none of them making it a clause."""
+    if "/" in text:  # "Modalità di lavoro / Work mode": a name in two languages
+        return all(_is_label(side) for side in text.split("/") if side.strip())
     words = fold(text).split()
     return 0 < len(words) <= 4 and not set(words) & _CLAUSE_WORDS
 
@@ -405,7 +411,7 @@ def _json_fields(obj: object, path: tuple[str, ...], item: bool = False) -> Iter
         place, used = _place(obj, path)
         if place is not None:
             where = "_".join(p for p in path) or "location"
-            yield ExportField(where, "location", place, item, "place")
+            yield ExportField(where, "location", (ITEM if item else "") + place, item, "place")
         for where, amount, parts in _ranges(obj, path):
             yield _named("_".join(where), field_key(where) or "salary_range", amount, item)
             used |= parts
@@ -532,7 +538,7 @@ def _place(obj: dict, path: tuple[str, ...]) -> tuple[str | None, set[str]]:
     for parts in groups.values():
         named = {r for r in parts if r not in ("name", "site")}
         if len(named) + ("site" in parts) >= 2 or (in_place and (named or "name" in parts)):
-            city = parts.get("city") or parts.get("name")
+            city = parts.get("city") or parts.get("name") or parts.get("site")
             region, country = parts.get("region"), parts.get("country")
             pieces = [p[1] for p in (city, region) if p and p[1]]
             if not region and country and fold(country[1]) != fold(pieces[0] if pieces else ""):
@@ -563,6 +569,8 @@ def _typed(fields: list[ExportField]) -> list[ExportField]:
 
 #: A sum of money: a currency sign or code beside a number, or thousands ("85k", "85,000").
 MONEY = re.compile(r"[€£$¥₹]\s?\d|\b[A-Z]{3}\s?\d|\d\s?[kK]\b|\b\d{1,3}(?:[,.\s]\d{3})+\b")
+#: What a pay field's value holds: money, or a number as big as pay ("95000-110000").
+_AMOUNT_OF_MONEY = re.compile(MONEY.pattern + r"|\d{4,}")
 #: Keys whose values are words, never sums of money.
 _WORDED_KEYS = frozenset({"seniority", "title", "location", "workplace_type", "department"})
 
@@ -574,6 +582,8 @@ def _by_value_form(f: ExportField) -> ExportField | None:
     flag of a key that is not a yes/no question states the value its field is named after
     ("remote: yes" is remote), or nothing ("remote: no" says only what the role is not)."""
     value = f.value.lstrip(ITEM)
+    if f.key == "salary_range" and f.by == "name" and not _AMOUNT_OF_MONEY.search(value):
+        return ExportField(f.raw_key, None, f.value, f.listed, "form")  # "Base: London"
     if f.key in _WORDED_KEYS and MONEY.search(value):
         return ExportField(f.raw_key, "salary_range", f.value, f.listed, "value")
     if f.key == "department" and is_title(value):
@@ -599,9 +609,15 @@ def value_type(values: Sequence[str]) -> str | None:
         return "seniority"
     if all(is_title(v) for v in values):
         return "title"  # before workplaces: a "Site Reliability Engineer" is no place
-    if all(workplace_of(v) for v in values):
+    if all(workplace_of(v) and _arrangement_only(v) for v in values):
         return "workplace_type"
     return None
+
+
+def _arrangement_only(value: str) -> bool:
+    """A value that says only how people work ("Office-based", "3 days in office"), not a
+    note that names an office ("CFO office, 12/01/2024")."""
+    return len(value.split()) <= 6 and not re.search(r"\d{1,2}/\d{1,2}/\d{2,4}|\d{4}", value)
 
 
 def seniority_of(value: str) -> str | None:
@@ -649,11 +665,15 @@ def is_skipped(field: ExportField, key: str) -> bool:
     return key in FEEDBACK_KEYS or bool(SKIP_KEY.search(named)) or _negated_label(field.raw_key)
 
 
+#: Words after "No" that make it "number" ("No. of hires", "Nº de vacantes").
+_NUMBER_OF = frozenset("of de di du des der del".split())
+
+
 def _negated_label(raw_key: str) -> bool:
     """A field named by what does not hold ("Not possible: visa sponsorship, remote work",
     "Excluded: agencies"): its values are no facts of the role ("No. of openings" is a
     count)."""
     words = snake_key(raw_key.rsplit(".", 1)[-1]).split("_")
     return bool(set(words) & {"not", "without", "never", "excluded", "excluding"}) or (
-        words[0] == "no" and words[1:2] != ["of"] and len(words) > 1
+        words[0] == "no" and len(words) > 1 and words[1] not in _NUMBER_OF
     )
