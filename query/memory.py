@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 import warnings
@@ -36,6 +35,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
     YES_NO_KEYS,
+    canonical_value,
     names_a_site,
     same_value_key,
 )
@@ -235,14 +235,6 @@ def contexts_as_dicts(ctx: RetrievedContext) -> dict[str, list[dict]]:
         "summaries": [item(i) for i in ctx.summaries],
         "evidence": [item(i) for i in ctx.evidence],
     }
-
-
-#: A "why" about candidates turned down, not about the role.
-_REJECTION_WORDS = re.compile(
-    r"\b(?:reject\w*|turn(?:ed)? down|declin\w*|pass(?:ed)? on|say no|said no|not hired|"
-    r"didn'?t get|did not get|fail\w*|drop(?:ped)? out|withdr[ae]w\w*|candidates?)\b",
-    re.I,
-)
 
 
 def _one_identity(key: str, values: list[str]) -> list[str]:
@@ -505,6 +497,7 @@ class Memory:
                 if k == key
                 for v in values.pop(a, [])
                 for item in _written(key, v)
+                if canonical_value(key, item) is not None  # "no" is no rejection reason
             ]
             seen = {fold(v) for v in have}
             fresh = []
@@ -992,6 +985,13 @@ class Memory:
         else:
             matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if constrained else []
         subjects = [m.node_id for m in matches] if constrained and not at_leaf else pool
+        if analysis.form == "why" and wanted and not subjects and not at_leaf:
+            # "Why did the fraud roles move out of Cork?": the value the question names is
+            # the one the role left; its notes name it.
+            said = [MicroQuery(MENTION_KEY, c.value) for c in wanted if c.value]
+            query = ParsedQuery("retrieval", tuple(said))
+            subjects = [m.node_id for m in leaves.verify(query, schema, vocab.values, names)]
+            subjects = [n for n in subjects if n in set(pool)]
         out = Examined(matches if (constrained and not at_leaf) else None)
         key = analysis.asked_key
         if analysis.form in ("list", "count"):
@@ -1010,7 +1010,7 @@ class Memory:
                 out.distributions = {key: spread}
                 out.counted = len(subjects)
         elif analysis.form == "why":
-            if _REJECTION_WORDS.search(question):
+            if key == "rejection_reason":
                 known = vocab.values.get("rejection_reason", [])
                 out.findings = why_findings(leaves, subjects, analysis, known, names)
             else:  # "why did this go from 2 seats to 1?": a cause the notes give

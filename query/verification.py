@@ -289,9 +289,15 @@ def _within(facts: LeafFacts, key: str, bound: tuple[str, int]) -> bool:
 
 
 def _a_part_of(key: str, value: str, place: str) -> bool:
-    """Whether a location ``value`` is a part of the city ``place`` names, written after it
-    ("Rotterdam Waalhaven" is in Rotterdam)."""
-    return key == "location" and same_value_key(key, value).startswith(place + " ")
+    """Whether a location ``value`` is within the place ``place`` names: a part of the city
+    written after it ("Rotterdam Waalhaven" is in Rotterdam), or a city of that region or
+    country ("Valence, Drôme, France" is in France)."""
+    if key != "location":
+        return False
+    if same_value_key(key, value).startswith(place + " "):
+        return True
+    # "Valence, Drôme, France" is in France: a region or country written after the city.
+    return any(fold(part) == place for part in re.split(r",|\s[-\u2013\u2014]\s", value)[1:])
 
 
 def one_valued(key: str) -> bool:

@@ -411,3 +411,9 @@ def test_a_why_about_the_role_quotes_the_note_that_gives_the_cause(
     _, memory = handmade4
     r = memory.ask(question, scope=scope)
     assert said in r.answer and node in r.answer and "turned down" not in r.answer
+
+
+def test_a_why_about_a_value_the_role_left_finds_the_role(handmade4):
+    _, memory = handmade4
+    r = memory.ask("why did the fraud analyst roles move out of Cork?", scope="seat:s-sk")
+    assert "Limerick" in r.answer and "project:sk-05" in r.answer

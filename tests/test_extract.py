@@ -813,3 +813,15 @@ def test_openings_listed_per_city_add_up_and_both_cities_stand():
 def test_a_change_away_from_a_value_and_a_negation_set_off_by_a_dash(later, wanted):
     export = doc("Title: QA Engineer\nWorkplace: Hybrid")
     assert wanted in facets_of(export, doc(later, "email", "d2", "2026-02-01"))
+
+
+def test_a_message_quoting_an_earlier_one_states_only_its_own_words():
+    export = doc("Title: Data Engineer\nHeadcount: 2")
+    reply = doc(
+        "Chiara, bad news: finance has frozen the second seat. We go ahead with 1 hire only "
+        "for now.\n\n> On 19 Feb 2024, Chiara wrote:\n> we have two finalists for the two seats",
+        "email",
+        "d3",
+        "2026-02-20",
+    )
+    assert ("headcount", "1") in facets_of(export, reply)

@@ -394,3 +394,17 @@ def test_how_many_hires_asks_for_the_number_a_role_hires():
         "account:nw",
     )
     assert (a.form, a.answer_type) == ("fact", "number")
+
+
+@pytest.mark.parametrize(
+    "question,asked",
+    [
+        ("Why did we turn down the Lisbon candidate?", "rejection_reason"),
+        ("Why did Chloe say no to our offer?", "rejection_reason"),
+        ("why did this go from 2 seats to 1?", None),
+        ("why isn't this tied to Madrid any more?", None),
+    ],
+)
+def test_a_why_about_a_candidate_asks_for_reasons_one_about_the_role_does_not(question, asked):
+    a = read(question, "project:p3")
+    assert (a.form, a.asked_key) == ("why", asked)

@@ -378,6 +378,13 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
     return out
 
 
+#: Words of a "why" about candidates turned down, not about the role.
+_REJECTION_WORDS = re.compile(
+    r"\b(?:reject\w*|turn(?:ed)? down|declin\w*|pass(?:ed)? on|say no|said no|not hired|"
+    r"didn'?t get|did not get|fail\w*|drop(?:ped)? out|withdr[ae]w\w*|candidates?|"
+    r"not (?:moving|moved|move) forward|let go)\b",
+    re.I,
+)
 #: Nouns by which "how many" asks for the people a role hires, not for roles.
 _PEOPLE_NOUNS = frozenset("hire person people head".split())
 #: Words that bound an amount ("more than one hire", "at least 2 openings").
@@ -998,7 +1005,10 @@ def analyze(
         else:
             answer_type, phrase = "number", " ".join(noun)
     elif wh == "why" or (re.search(r"\breasons?\b", low) and not noun_level):
-        form, asked_key = "why", "rejection_reason"
+        # A why about candidates turned down asks for reasons; one about the role (a change,
+        # a decision) for the note that gives its cause.
+        about = _REJECTION_WORDS.search(question) or not re.search(r"\bwhy\b", low)
+        form, asked_key = "why", "rejection_reason" if about else None
         if not at_leaf and not about_one:
             form = "distribution"  # "why do candidates drop out?" over the whole scope
         elif not at_leaf and any(_is_reason(c, vocabulary) for c in constraints):

@@ -29,6 +29,7 @@ from hltm_resources.engines.understanding import parsed_query
 from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
+    canonical_value,
     key_label,
     key_rank,
     names_a_site,
@@ -437,6 +438,8 @@ def one_key_per_attribute(
             if key != f.key and key in native and key in KEY_ORDER and key not in MULTI_KEYS:
                 continue  # its own value of a one-value key stands
             for value in as_written(key, f.value) if key != f.key else [f.value]:
+                if key != f.key and canonical_value(key, value) is None:
+                    continue  # a merged key's value its key cannot hold ("no" is no reason)
                 ident = (key, same_value_key(key, value))
                 prev = merged.get(ident)
                 if prev is None or prev.support < f.support:

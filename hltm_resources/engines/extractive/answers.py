@@ -171,7 +171,7 @@ def _why(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> A
             tuple(dict.fromkeys(f.node_id for f in findings)),
             "The sentences of the notes that say most of what the question says, with a cause",
         )
-    if not findings and not analysis.mentions and analysis.asked_key != "rejection_reason":
+    if not findings and analysis.asked_key != "rejection_reason":
         return Answer(
             f"Nothing under {context.scope} says why.", (), "No note in scope answers it."
         )
@@ -186,6 +186,8 @@ def _why(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> A
     grouped = [_joined(items) for items in _by_node(findings).values()]
     who = join_human(analysis.mentions)
     lead = f"{who} was turned down for: " if who else "Candidates were turned down for: "
+    if who and all(f.key is None for f in findings):
+        lead = f"What the notes say of {who}: "  # a whole note: who said no, and why
     shown = "; ".join(f"{f.value} — {_source(f)}" for f in grouped[:SHOWN_NODES])
     return Answer(
         f"{lead}{shown}.",

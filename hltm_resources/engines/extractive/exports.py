@@ -344,10 +344,27 @@ def _is_label(text: str) -> bool:
     return 0 < len(words) <= 4 and not set(words) & _CLAUSE_WORDS
 
 
+#: Where a message quotes an earlier one: what follows is older than the message.
+_QUOTED = re.compile(
+    r"^\s*>|^-{2,}\s*Original Message\s*-{2,}|^On .{0,80}\bwrote:\s*$|^El .{0,80}escribi\w*:\s*$|"
+    r"^Le .{0,80}\b\u00e9crit\s*:\s*$|^Il .{0,80}\bscritto\s*:\s*$|^Am .{0,80}schrieb\b",
+    re.I | re.M,
+)
+
+
+def without_quoted(text: str) -> str:
+    """A message without the earlier messages it quotes (lines led by ">", what follows an
+    "Original Message" rule or an "On ..., X wrote:" line): they state what was, not what
+    is."""
+    m = _QUOTED.search(text)
+    return text[: m.start()].rstrip() if m and m.start() > 0 else text
+
+
 def prose_of(text: str) -> str:
     """The part of a text document that is prose: all of it, or in a list of "Key: value"
-    lines the lines that are not (a brief in bullets mixes both)."""
-    text = text.strip()
+    lines the lines that are not (a brief in bullets mixes both), without the messages it
+    quotes."""
+    text = without_quoted(text.strip())
     if text.startswith("{") or (text.startswith("[") and _is_json(text)):
         return ""
     if xml_tree(text) is not None:
