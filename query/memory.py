@@ -985,6 +985,13 @@ class Memory:
         else:
             matches = [LeafMatch(n, (), names.get(n, n)) for n in pool] if constrained else []
         subjects = [m.node_id for m in matches] if constrained and not at_leaf else pool
+        if analysis.form == "fact" and analysis.mentions and analysis.constraints and not subjects:
+            # "... pitching it as a Staff role, is that right?": a name no note states says
+            # nothing of which role; the values the question names do.
+            query = ParsedQuery("retrieval", tuple(analysis.constraints))
+            hits = leaves.verify(query, schema, vocab.values, names)
+            matches = [m for m in hits if m.node_id in set(pool)]
+            subjects = [m.node_id for m in matches]
         if analysis.form == "why" and wanted and not subjects and not at_leaf:
             # "Why did the fraud roles move out of Cork?": the value the question names is
             # the one the role left; its notes name it.

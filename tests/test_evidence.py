@@ -329,3 +329,12 @@ def test_every_document_is_in_the_evidence_view_and_table(memory):
     assert held == docs
     rows = memory.vectors.scan("evidence", ["source_ids"])
     assert {s[0] for s in rows.column("source_ids").to_pylist()} == docs
+
+
+def test_xml_and_html_exports_are_read_as_the_fields_a_person_reads():
+    from hltm_resources.build.evidence import units
+
+    xml = '<?xml version="1.0"?><req><title>Analytics Engineer</title><grade>Mid</grade></req>'
+    html = "<table><tr><th>Job</th><td>Data Platform Lead</td></tr></table>"
+    assert units(xml) == ["req.title: Analytics Engineer", "req.grade: Mid"]
+    assert units(html) == ["Job: Data Platform Lead"]

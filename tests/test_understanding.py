@@ -408,3 +408,9 @@ def test_how_many_hires_asks_for_the_number_a_role_hires():
 def test_a_why_about_a_candidate_asks_for_reasons_one_about_the_role_does_not(question, asked):
     a = read(question, "project:p3")
     assert (a.form, a.asked_key) == ("why", asked)
+
+
+def test_a_value_of_the_key_asked_about_is_an_option_to_check_not_a_filter():
+    a = read("What level is the Lisbon backend engineer? Senior?", "account:nw")
+    assert a.asked_key == "seniority" and a.options == ("Senior",)
+    assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}

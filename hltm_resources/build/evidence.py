@@ -16,18 +16,18 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
-from hltm_resources.engines.extractive.exports import labelled_pair
+from hltm_resources.engines.extractive.exports import labelled_pair, markup_text, xml_tree
 from hltm_resources.models import Document, Passage
 from hltm_resources.text import collapse_ws, sentences
 
 #: Bump when passages are cut differently: it is part of every leaf's input hash.
-EVIDENCE_VERSION = 3
+EVIDENCE_VERSION = 4
 PASSAGE_CHARS = 320
 #: How much of each neighbour a passage's context carries.
 NEIGHBOUR_CHARS = 300
 _DIGITS = re.compile(r"(\d+)")
 _KV = re.compile(
-    r"^\s*[-*\u2022]?\s*[A-Za-z][A-Za-z0-9 _/().&'-]{0,40}(?:\s*[:=]|\s+[\u2013\u2014])\s*\S"
+    r"^\s*[-*\u2022]?\s*[^\W\d_][\w /().&'\u00ba-]{0,40}(?:\s*[:=]|\s+[\u2013\u2014])\s*\S"
 )
 
 
@@ -61,6 +61,9 @@ def units(text: str) -> list[str]:
             return [collapse_ws(line) for line in _flatten(json.loads(text)) if line.strip()]
         except (ValueError, RecursionError):
             pass
+    if (tree := xml_tree(text)) is not None:  # XML read as the fields it holds
+        return [collapse_ws(line) for line in _flatten(tree) if line.strip()]
+    text = markup_text(text)  # HTML as the lines a person reads
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) > 1 and sum(bool(_KV.match(ln)) for ln in lines) * 2 >= len(lines):
         return [collapse_ws(ln) for ln in lines]

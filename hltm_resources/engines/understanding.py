@@ -1102,6 +1102,13 @@ def analyze(
             # role, the one after it is what is asked (an option to check, not a filter).
             asked_key, options = after[-1].key, (after[-1].value or "",)
             constraints = [c for c in constraints if c != after[-1]]
+    if form == "fact" and asked_key and not options and not at_leaf:
+        named = [c for c in constraints if c.key == asked_key]
+        if named and len(named) < len(constraints):
+            # "What level is the Barcelona analytics engineer? Senior?": the value of the key
+            # asked about is an option to check, the others say which role.
+            options = tuple(c.value or "" for c in named)
+            constraints = [c for c in constraints if c.key != asked_key]
     holding: tuple[str, ...] = ()
     if form in ("list", "count") and (having := _HAVING.search(question)):
         # "Which searches have a code name?": the leaves that state one, whatever it is.

@@ -174,7 +174,8 @@ def _xml_value(element: ElementTree.Element) -> object:
 
 
 class _Lines(HTMLParser):
-    """HTML as lines of text: a table row as "| a | b |", a definition as "term: value"."""
+    """HTML as lines of text: a row of two cells and a definition as "name: value", a wider
+    row as "| a | b | c |"."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -198,7 +199,10 @@ class _Lines(HTMLParser):
         if tag in ("td", "th") and self.cells is not None:
             self.cells.append(self._flush())
         elif tag == "tr" and self.cells is not None:
-            self.lines.append("| " + " | ".join(self.cells) + " |")
+            cells = [c for c in self.cells if c]
+            # A row of a name and a value is a field; a wider row stays a table's row.
+            row = f"{cells[0]}: {cells[1]}" if len(cells) == 2 else "| " + " | ".join(cells) + " |"
+            self.lines.append(row)
             self.cells = None
         elif tag == "dt":
             self.term = self._flush()
