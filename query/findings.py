@@ -22,10 +22,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hltm_resources.engines.base import Analysis, Finding
-from hltm_resources.engines.extractive.exports import TITLE_HEADS
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import stem
-from hltm_resources.engines.vocabulary import ALIASES, KEY_ALIASES, SENIORITY_WORDS, same_value_key
+from hltm_resources.engines.vocabulary import (
+    ALIASES,
+    KEY_ALIASES,
+    SENIORITY_WORDS,
+    TITLE_HEADS,
+    same_value_key,
+)
 from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, humanize_key, number_pattern
 from query.verification import (
     KnownValues,

@@ -224,6 +224,9 @@ def leaf_values(
             if v not in named:
                 named[v] = _named_all(v, known, index)
             out += named[v]
+    elif key == "location" and len(places := _places(have)) > 1:
+        # A role open in two cities is in each ("Dublin" and "Amsterdam").
+        out = list(dict.fromkeys(b for p in places if (b := _one_value([p], known, index))))
     else:
         ones = cache.setdefault("one", {})
         if (spelled := tuple(have)) not in ones:
@@ -286,6 +289,21 @@ def _within(facts: LeafFacts, key: str, bound: tuple[str, int]) -> bool:
     """Whether a leaf's number of ``key`` (its first) is within ``bound``."""
     numbers = [int(m.group()) for v in facts.values.get(key, ()) if (m := re.match(r"\d+", v))]
     return bool(numbers) and _COMPARE[bound[0]](numbers[0], bound[1])
+
+
+def _places(values: Sequence[str]) -> list[str]:
+    """Of a leaf's locations, those that are places apart: no one of them within another
+    ("Berlin" and "Germany" are one place, "Dublin" and "Amsterdam" two)."""
+    idents = {v: same_value_key("location", v) for v in values}
+    return [
+        v
+        for v in values
+        if not any(
+            o != v
+            and (_a_part_of("location", v, idents[o]) or _a_part_of("location", o, idents[v]))
+            for o in values
+        )
+    ]
 
 
 def _a_part_of(key: str, value: str, place: str) -> bool:

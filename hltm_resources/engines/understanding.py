@@ -39,6 +39,7 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     WORKPLACE_WORDS,
     YES_NO_KEYS,
+    is_title,
 )
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented, without_asides
@@ -70,7 +71,7 @@ _WH = re.compile(
     r"(?:^\W*(?:(?:so|and|ok|okay|hey|quick question|remind me|tell me|can you tell me|"
     r"do you know|at|in|on|for|from|with|by|to|and)\W+)*|[,;:?.!\u2013\u2014]\s*|\s-\s*)"
     r"(how many|how much|what|which|who|whom|whose|where|when|why|list|show|find|"
-    r"(?:the\s+)?(?:total\s+)?(?:number|count)\s+of)\b(.*)$",
+    r"(?:the\s+)?(?:total\s+)?(?:number|count)\s+of|remind me of|tell me about|give me)\b(.*)$",
     re.I | re.S,
 )
 #: "Is there a code name for ...?", "Do we have a hiring manager on ...?": what is there.
@@ -336,6 +337,11 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         bare = tuple(fold(without_asides(value)).split())
         if bare and bare not in forms:
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
+        if key == "title":
+            # "Encargado/a de tienda (Store Manager)": the role in the words in parentheses
+            for aside in re.findall(r"\(([^()]+)\)", value):
+                if len(aside.split()) >= 2 and is_title(aside):
+                    forms.append(tuple(fold(aside).split()))
         if value in vocabulary.outside.get(key, ()) and key not in KEY_ORDER:
             forms = [words]  # a note of another scope is named in full or not at all
         for form in forms:
@@ -354,7 +360,7 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         ) >= 3:
             out += [
                 m
-                for m in _paraphrased(key, value, tokens, stems)  # reasons, not categories
+                for m in _paraphrased(key, value, tokens, stems, 2 if key in KEY_ORDER else 3)
                 # A person's name is named by itself, not paraphrased ("Tiago Ferreira").
                 if not all(
                     q.capital[i]
@@ -468,9 +474,12 @@ def _names_key(q: QuestionWords, key: str) -> bool:
     return any(KEY_ALIASES.get(t) == key for t in q.tokens)
 
 
-def _paraphrased(key: str, value: str, tokens: list[str], stems: list[str]) -> list[Mention]:
-    """A value of three words or more of which the question states most (two at least, and
-    60 %) by their stems, in one stretch of at most twice its length."""
+def _paraphrased(
+    key: str, value: str, tokens: list[str], stems: list[str], least: int = 2
+) -> list[Mention]:
+    """A value of three words or more of which the question states most (``least`` at
+    least, three for a key of the data's own: a note's words, and 60 %) by their stems, in
+    one stretch of at most twice its length."""
     words = [w for w in fold(value).split() if w not in STOPWORDS and len(w) > 1]
     if len(words) < 3:
         return []
@@ -482,7 +491,7 @@ def _paraphrased(key: str, value: str, tokens: list[str], stems: list[str]) -> l
         or any(min(len(s), len(w)) >= 6 and (w.startswith(s) or s.startswith(w)) for w in wanted)
     ]
     found = {stems[i] for i in hits}
-    if len(hits) < 2 or len(found) < max(2, 0.6 * len(wanted)):
+    if len(hits) < least or len(found) < max(least, 0.6 * len(wanted)):
         return []
     if hits[-1] - hits[0] + 1 > 2 * len(fold(value).split()):
         return []
@@ -560,7 +569,7 @@ def _excluded_mentions(q: QuestionWords, mentions: Sequence[Mention]) -> set[Men
             previous in out
             and previous.key == m.key
             and between is not None
-            and all(t in ("or", "and", "nor") for t in between)
+            and all(t in ("or", "and", "nor", "the", "a", "an") for t in between)
         ):
             out.add(m)
         previous = m
@@ -642,7 +651,7 @@ def _contains_stems(words: Sequence[str], part: Sequence[str]) -> bool:
 #: Words of titles that say what kind of job, not which one.
 _GENERIC_TITLE_WORDS = frozenset(
     "engineer manager analyst specialist lead senior junior staff associate assistant "
-    "officer director head data and of the a".split()
+    "officer director head data and of the a team leader customer service group".split()
 )
 _KIND_RANK = {"exact": 3, "stem": 2, "initials": 2, "part": 1}
 
@@ -789,7 +798,9 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     if not m:
         return "", [], None
     wh = m.group(1).lower()
-    if wh.endswith(" of"):
+    if wh.endswith((" number of", " count of")) or wh.startswith(
+        ("number", "count", "the ", "total")
+    ):
         wh = "how many"  # "number of searches with ...", "count of my searches ..."
     elif wh not in _WH_WORDS:
         wh = "what"  # "Is there an internal code name ...?" asks what it is

@@ -421,3 +421,31 @@ def key_label(key: str) -> str:
     if words.split(" ")[0] in ("is", "has", "can", "needs"):
         return _KEY_LABEL.get(key, words)  # a yes/no field: "is open", not "is opens"
     return _KEY_LABEL.get(key, pluralize(words))
+
+
+#: Words that head a job title: a value ending with one is a title.
+TITLE_HEADS = frozenset(
+    "engineer scientist manager designer analyst developer architect recruiter specialist "
+    "consultant administrator director researcher representative accountant coordinator "
+    "officer writer strategist technician marketer executive associate advisor lead sre nurse "
+    "teacher physician therapist pharmacist programmer editor assistant supervisor "
+    "operator clerk agent counsel attorney lawyer buyer planner liaison partner head "
+    "scientist specialist economist chemist physicist dentist journalist artist linguist "
+    "statistician illustrator dispatcher driver controller mechanic radiographer declarant "
+    "auditor cashier chef pilot welder paralegal porter courier surveyor underwriter actuary "
+    "broker trader".split()
+)
+#: An occupation by its suffix ("Dietician", "Radiologist"); "-ist" alone is too common in
+#: surnames ("Lindqvist"), its occupations are listed above.
+_OCCUPATION_SUFFIX = re.compile(r"(?:ician|ologist)$")
+
+
+def is_title(value: str) -> bool:
+    """A value that names an occupation: a few words, the last one a word for a job
+    (:data:`TITLE_HEADS`, or an occupation's suffix: "-ician", "-ologist"), and not itself the
+    name of an attribute (a hiring team's "capacity: Hiring Manager" is a part one plays)."""
+    words = fold(value).split()
+    if not words or len(words) > 6 or "_".join(words) in KEY_ALIASES:
+        return False
+    head = words[-1]
+    return head in TITLE_HEADS or bool(_OCCUPATION_SUFFIX.search(head))

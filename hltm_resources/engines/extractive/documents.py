@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from hltm_resources.engines.extractive.exports import (
     ITEM,
-    TITLE_HEADS,
     is_skipped,
     items,
     prose_of,
@@ -28,6 +27,7 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     REASON_CHARS,
     SENIORITY_WORDS,
+    TITLE_HEADS,
     YES_NO_KEYS,
     canonical_key,
     canonical_value,

@@ -45,6 +45,7 @@ from hltm_resources.engines.vocabulary import (
     WORKPLACE_WORDS,
     YES_NO_KEYS,
     canonical_value,
+    is_title,
     workplace_of,
 )
 from hltm_resources.text import clean_value, fold, snake_key, split_list
@@ -78,21 +79,6 @@ PLACE_PARTS: dict[str, str] = {
     "address": "site",
     "site": "site",
 }
-#: Words that head a job title: a value ending with one is a title.
-TITLE_HEADS = frozenset(
-    "engineer scientist manager designer analyst developer architect recruiter specialist "
-    "consultant administrator director researcher representative accountant coordinator "
-    "officer writer strategist technician marketer executive associate advisor lead sre nurse "
-    "teacher physician therapist pharmacist programmer editor assistant supervisor "
-    "operator clerk agent counsel attorney lawyer buyer planner liaison partner head "
-    "scientist specialist economist chemist physicist dentist journalist artist linguist "
-    "statistician illustrator dispatcher driver controller mechanic radiographer declarant "
-    "auditor cashier chef pilot welder paralegal porter courier surveyor underwriter actuary "
-    "broker trader".split()
-)
-#: An occupation by its suffix ("Dietician", "Radiologist"); "-ist" alone is too common in
-#: surnames ("Lindqvist"), its occupations are listed above.
-_OCCUPATION_SUFFIX = re.compile(r"(?:ician|ologist)$")
 #: Marks a value that was one item of a JSON array: it is never split again.
 ITEM = "\x00"
 
@@ -649,17 +635,6 @@ def seniority_of(value: str) -> str | None:
     if folded.endswith(" level") and folded[: -len(" level")] in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded[: -len(" level")]]
     return None
-
-
-def is_title(value: str) -> bool:
-    """A value that names an occupation: a few words, the last one a word for a job
-    (:data:`TITLE_HEADS`, or an occupation's suffix: "-ician", "-ologist"), and not itself the
-    name of an attribute (a hiring team's "capacity: Hiring Manager" is a part one plays)."""
-    words = fold(value).split()
-    if not words or len(words) > 6 or "_".join(words) in KEY_ALIASES:
-        return False
-    head = words[-1]
-    return head in TITLE_HEADS or bool(_OCCUPATION_SUFFIX.search(head))
 
 
 def items(value: str, key: str | None) -> list[str]:
