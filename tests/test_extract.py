@@ -825,3 +825,44 @@ def test_a_message_quoting_an_earlier_one_states_only_its_own_words():
         "2026-02-20",
     )
     assert ("headcount", "1") in facets_of(export, reply)
+
+
+@pytest.mark.parametrize(
+    "raw,canonical",
+    [
+        ("JobTtl", "title"),
+        ("HMgr", "hiring_manager"),
+        ("PrimLoc", "location"),
+        ("numOpenings_int", "headcount"),
+        ("wrkMdl", "workplace_type"),
+        ("niceHave_skills", "preferred_skill"),
+    ],
+)
+def test_abbreviated_field_names_are_read_in_full(raw, canonical):
+    from hltm_resources.engines.extractive.exports import field_key
+    from hltm_resources.text import snake_key
+
+    assert field_key((snake_key(raw),)) == canonical
+
+
+@pytest.mark.parametrize(
+    "level,wanted",
+    [
+        ("L5 – Lead", "Lead"),
+        ("Senior (G7)", "Senior"),
+        ("L3 (Intermediate)", "Mid-level"),
+        ("Senior Associate", "Senior Associate"),
+    ],
+)
+def test_a_level_beside_its_grade_code_is_that_level(level, wanted):
+    assert ("seniority", wanted) in facets_of(doc(f"Title: Analyst\nLevel: {level}"))
+
+
+def test_a_range_written_as_an_inline_mapping_is_one_value():
+    yaml = "job:\n  title: PV Design Engineer\n  salary: {currency: USD, min: 90000, max: 110000}"
+    assert ("salary_range", "USD 90000-110000") in facets_of(doc(yaml))
+
+
+def test_a_greeting_names_the_reader_not_the_hiring_manager():
+    note = doc("Hi Priya, quick one: the hiring manager wants two more screens.", "email")
+    assert not any(k == "hiring_manager" for k, _ in facets_of(note))

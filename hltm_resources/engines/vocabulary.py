@@ -58,7 +58,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "location": (
         "location job_location work_location office office_location city primary_location "
-        "locations based_in site work_site hiring_location geo depot"
+        "locations based_in site work_site hiring_location geo depot where"
     ).split(),
     "workplace_type": (
         "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
@@ -72,7 +72,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "preferred_skill": (
         "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills "
-        "nice desirable"
+        "nice desirable nice_have nice_have_skills"
     ).split(),
     "rejection_reason": (
         "rejection_reason reject_reason rejection disqualification_reason decline_reason "
@@ -134,6 +134,7 @@ SENIORITY_WORDS = {
     "mid-level": "Mid-level",
     "mid": "Mid-level",
     "medior": "Mid-level",
+    "intermediate": "Mid-level",
     "senior": "Senior",
     "sr": "Senior",
     "snr": "Senior",
@@ -146,6 +147,7 @@ WORKPLACE_WORDS = {
     "fully remote": "remote",
     "remote first": "remote",
     "hybrid": "hybrid",
+    "hyb": "hybrid",
     "on site": "on-site",
     "onsite": "on-site",
     "in office": "on-site",
@@ -239,11 +241,43 @@ KEY_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The short forms ATS exports write field names in ("JobTtl", "HMgr", "PrimLoc", "wrkMdl").
+ABBREVIATIONS = {
+    "ttl": "title",
+    "tit": "title",
+    "grd": "grade",
+    "lvl": "level",
+    "loc": "location",
+    "locs": "locations",
+    "mgr": "manager",
+    "hmgr": "hiring_manager",
+    "cur": "currency",
+    "sal": "salary",
+    "hc": "headcount",
+    "req": "required",
+    "pref": "preferred",
+    "wrk": "work",
+    "mdl": "model",
+    "spons": "sponsorship",
+    "prim": "primary",
+    "nbr": "number",
+    "num": "number",
+    "dept": "department",
+}
+
+
+def unabbreviated(key: str) -> str:
+    """A snake_case key with its short words written out ("hmgr" -> "hiring_manager")."""
+    return "_".join(ABBREVIATIONS.get(p, p) for p in key.split("_"))
+
+
 def canonical_key(raw_key: str) -> str:
     """Map a raw key onto a canonical key, or its ``snake_case`` form."""
     key = snake_key(raw_key)
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
+    if (full := unabbreviated(key)) != key and (found := canonical_key(full)) != full:
+        return found
     last = key.rsplit("_", 1)[-1]
     # Flattened JSON paths such as ``job_location_city`` or ``posting_title``.
     for size in (3, 2):
@@ -253,6 +287,20 @@ def canonical_key(raw_key: str) -> str:
     if last in KEY_ALIASES and KEY_ALIASES[last] not in FEEDBACK_KEYS:
         return KEY_ALIASES[last]
     return key
+
+
+#: A grade's code beside its level ("L5", "G7", "P3", "IC4", "M2").
+_LEVEL_CODE = re.compile(r"\b(?:L|G|P|IC|M|E)\d{1,2}\b")
+
+
+def _coded_level(value: str) -> str | None:
+    """The level a value names beside a grade code or a gloss: what is left, without them,
+    when it is a level word ("L4 / Senior" -> Senior); None otherwise ("Senior Associate" is
+    no Senior)."""
+    bare = fold(_LEVEL_CODE.sub(" ", without_asides(value, " ")).replace("/", " "))
+    if bare in SENIORITY_WORDS and bare != fold(value):
+        return SENIORITY_WORDS[bare]
+    return None
 
 
 def canonical_value(key: str, value: str) -> str | None:
@@ -276,6 +324,8 @@ def canonical_value(key: str, value: str) -> str | None:
         # "Medior (mid-level)": a level glossed in a known word is that level.
         if fold(aside.group(1)) in SENIORITY_WORDS:
             return SENIORITY_WORDS[fold(aside.group(1))]
+    if key == "seniority" and (level := _coded_level(value)):
+        return level  # "L5 – Lead", "Senior (G7)", "Mid (Engineer II)"
     if key == "seniority" and len(folded.split()) > 4:
         # A sentence under a level's name: its leading level word ("senior specialist,
         # reports to ..."), else nothing ("she said senior, but ...").

@@ -111,8 +111,14 @@ _MANAGER_IN_PROSE = re.compile(
     _NAME_WORDS + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
     r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
 )
-#: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health").
-_NOT_A_PERSON = TITLE_HEADS | set(SENIORITY_WORDS) | {"vp", "director", "chief", "head"}
+#: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health"), and
+#: greetings ("Hi Priya", "Ciao Chiara"): a name after them is the reader's.
+_NOT_A_PERSON = (
+    TITLE_HEADS
+    | set(SENIORITY_WORDS)
+    | {"vp", "director", "chief", "head"}
+    | {"hi", "hello", "hey", "dear", "ciao", "hola", "bonjour", "hallo", "thanks", "interview"}
+)
 #: A negation right before a phrase ("not remote", "is not a remote role", "no hybrid").
 _NEGATED_BEFORE = re.compile(r"\b(?:not|no|never|n't|without|non)\b[\s-]*(?:\w+\s+){0,2}$", re.I)
 _LOCATION_STOP = {"Office", "Team", "Hub", "Campus", "The", "Our", "We", "This"}

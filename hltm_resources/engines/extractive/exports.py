@@ -46,6 +46,7 @@ from hltm_resources.engines.vocabulary import (
     YES_NO_KEYS,
     canonical_value,
     is_title,
+    unabbreviated,
     workplace_of,
 )
 from hltm_resources.text import clean_value, fold, snake_key, split_list
@@ -55,7 +56,9 @@ GENERIC_PARTS = frozenset(
     "name names value values label labels text tag tags list items item entries entry data "
     "attributes attribute fields field info details kind mode full display raw "
     # a unit a value is stated in ("salary_eur")
-    "eur usd gbp cad aud chf pln sek nok dkk".split()
+    "eur usd gbp cad aud chf pln sek nok dkk "
+    # a type an export marks its field with ("reqTitle_txt", "numOpenings_int", "visa_flag")
+    "txt str int flag cd bool yn ok".split()
 )
 #: The parts of a place in field names: a locality, its region, its country.
 PLACE_PARTS: dict[str, str] = {
@@ -114,6 +117,7 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
     lines = [ln for ln in markup_text(text).splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
     pairs += [("_".join(k), v) for k, v, _ in _ranges(dict(pairs), ())]  # "salary_min=..."
+    pairs = [(k, _inline_range(k, v)) for k, v in pairs]
     structured = len(pairs) >= 2 and len(used) * 2 >= len(lines) and not _is_chat(pairs)
     fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
     return _typed(fields), structured
@@ -380,7 +384,7 @@ def field_key(path: Sequence[str]) -> str | None:
 
     ``path`` holds the snake_case names of the JSON keys from the root (one name for a
     "Key: value" line)."""
-    parts = [p for name in path for p in name.split("_") if p]
+    parts = [p for name in path for p in unabbreviated(name).split("_") if p]
     whole = "_".join(parts)
     if whole in KEY_ALIASES:
         return KEY_ALIASES[whole]
@@ -511,11 +515,26 @@ def _ranges(obj: dict, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str
         period = next((v for k, v in units if v != currency), "")
         amount = f"{ends['low'][1]}-{ends['high'][1]}"
         amount = " ".join(p for p in (currency, amount, period) if p)
-        where = (*path, head) if head else path
+        where = (*path, head) if head else path or (("salary",) if currency else ())
         if not where or (field_key(where) is None and not currency):
             continue
         out.append((where, amount, {ends["low"][0], ends["high"][0], *(k for k, _ in units)}))
     return out
+
+
+def _inline_range(key: str, value: str) -> str:
+    """A YAML mapping written on one line ("{currency: USD, min: 90000, max: 110000}") as
+    the range it states, else the value as it is."""
+    m = re.fullmatch(r"\s*\{(.*)\}\s*", value)
+    if not m:
+        return value
+    obj = dict(
+        (a.strip(), b.strip().strip("'\""))
+        for a, _, b in (part.partition(":") for part in m.group(1).split(","))
+        if b.strip()
+    )
+    found = _ranges(obj, (snake_key(key),))
+    return found[0][1] if found else value
 
 
 def _named(raw: str, key: str | None, value: str, listed: bool = False) -> ExportField:
@@ -591,6 +610,11 @@ def _by_value_form(f: ExportField) -> ExportField | None:
     value = f.value.lstrip(ITEM)
     if f.key == "salary_range" and f.by == "name" and not _AMOUNT_OF_MONEY.search(value):
         return ExportField(f.raw_key, None, f.value, f.listed, "form")  # "Base: London"
+    said = fold(re.split(r"[,.;(]", value)[0])
+    arrangement = any(said == w or said.startswith(w + " ") for w in WORKPLACE_WORDS)
+    if f.key == "location" and f.by == "name" and arrangement and len(value.split()) > 1:
+        # "Where: fully remote, anywhere in the UK": how people work, not a place
+        return ExportField(f.raw_key, "workplace_type", f.value, f.listed, "value")
     if f.key in _WORDED_KEYS and MONEY.search(value):
         return ExportField(f.raw_key, "salary_range", f.value, f.listed, "value")
     if f.key == "department" and is_title(value):
@@ -649,8 +673,8 @@ def items(value: str, key: str | None) -> list[str]:
         return [v for v in (clean_value(p, REASON_CHARS) for p in first.split(";")) if v]
     if key in MULTI_KEYS:
         return split_list(value)
-    if key == "location" and ";" in value:
-        return [clean_value(v) for v in value.split(";") if clean_value(v)]  # several places
+    if key == "location" and (";" in value or " | " in value):  # several places
+        return [clean_value(v) for v in re.split(r";|\s\|\s", value) if clean_value(v)]
     return [value]
 
 
