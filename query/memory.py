@@ -37,6 +37,8 @@ from hltm_resources.engines.vocabulary import (
     YES_NO_KEYS,
     canonical_value,
     names_a_site,
+    region_of,
+    same_place,
     same_value_key,
 )
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
@@ -290,8 +292,16 @@ def _one_identity(key: str, values: list[str]) -> list[str]:
 def _same_place(key: str, a: str, b: str) -> bool:
     if key != "location":
         return True
+    if not same_place(a, b):
+        return False  # "Portland, ME" and "Portland, OR"
     rest = [fold(x.split(",", 1)[1]) if "," in x else "" for x in (a, b)]
-    return not rest[0] or not rest[1] or rest[0] == rest[1] or min(map(len, rest)) <= 3
+    return (
+        not rest[0]
+        or not rest[1]
+        or rest[0] == rest[1]
+        or min(map(len, rest)) <= 3
+        or (region_of(a) == region_of(b))
+    )
 
 
 class Memory:

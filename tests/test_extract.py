@@ -866,3 +866,45 @@ def test_a_range_written_as_an_inline_mapping_is_one_value():
 def test_a_greeting_names_the_reader_not_the_hiring_manager():
     note = doc("Hi Priya, quick one: the hiring manager wants two more screens.", "email")
     assert not any(k == "hiring_manager" for k, _ in facets_of(note))
+
+
+def test_a_job_ad_and_a_brief_in_bullets_name_the_role_and_its_hires():
+    ad = doc(
+        "Concept Artist (12-month contract)\n\nWe are looking for two Concept Artists to join "
+        "our Guildford art team. This is an on-site role.",
+        "brief",
+    )
+    bullets = doc(
+        "Here's what I need:\n- Community Manager, intermediate (L3)\n- Remote, anywhere in "
+        "Canada\n- CAD 60,000 – 72,000",
+        "email",
+        "d2",
+    )
+    assert {("title", "Concept Artist"), ("headcount", "2")} <= facets_of(ad)
+    assert {("title", "Community Manager"), ("salary_range", "CAD 60,000 – 72,000")} <= facets_of(
+        bullets
+    )
+
+
+def test_a_manager_named_with_a_role_in_parentheses_is_the_hiring_manager():
+    note = doc(
+        "I'm moving over to Live Ops, so Meera Iyer (Head of Analytics) will be the hiring "
+        "manager from now on.",
+        "email",
+    )
+    assert ("hiring_manager", "Meera Iyer") in facets_of(note)
+
+
+@pytest.mark.parametrize(
+    "a,b,same",
+    [
+        ("Portland, Maine", "Portland, ME", True),
+        ("Portland, ME", "Portland, OR", False),
+        ("Austin TX", "Austin, TX", True),
+        ("Toronto, Canada", "Toronto, ON", True),
+    ],
+)
+def test_a_city_in_a_region_written_as_its_code_is_the_same_place(a, b, same):
+    from hltm_resources.engines.vocabulary import same_place
+
+    assert same_place(a, b) is same

@@ -414,3 +414,18 @@ def test_a_value_of_the_key_asked_about_is_an_option_to_check_not_a_filter():
     a = read("What level is the Lisbon backend engineer? Senior?", "account:nw")
     assert a.asked_key == "seniority" and a.options == ("Senior",)
     assert constraints(a) == {"location: Lisbon, Portugal", "title: Backend Engineer"}
+
+
+@pytest.mark.parametrize(
+    "question,wanted",
+    [
+        ("Which searches are in Portland, Oregon?", {"location: Portland, OR"}),
+        ("Which searches are in Portland?", {"location: Portland"}),
+    ],
+)
+def test_a_city_of_two_regions_is_named_by_its_region_or_stands_for_both(question, wanted):
+    vocab = ScopeVocabulary(
+        {"location": ["Portland, Maine", "Portland, OR"], "title": ["Engineer"]}
+    )
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    assert constraints(a) == wanted

@@ -40,6 +40,10 @@ from hltm_resources.engines.vocabulary import (
     WORKPLACE_WORDS,
     YES_NO_KEYS,
     is_title,
+    place_name,
+    region_of,
+    same_place,
+    same_value_key,
 )
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented, without_asides
@@ -337,6 +341,9 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         bare = tuple(fold(without_asides(value)).split())
         if bare and bare not in forms:
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
+        if key == "location" and (region := region_of(value)) and region != fold(value):
+            # "Portland, OR" named "Portland, Oregon": its region written out
+            forms.append((*head, *region.split()))
         if key == "title":
             # "Encargado/a de tienda (Store Manager)": the role in the words in parentheses
             for aside in re.findall(r"\(([^()]+)\)", value):
@@ -345,7 +352,17 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         if value in vocabulary.outside.get(key, ()) and key not in KEY_ORDER:
             forms = [words]  # a note of another scope is named in full or not at all
         for form in forms:
-            out += _runs(q, key, value, form)
+            found = _runs(q, key, value, form)
+            if (
+                key == "location"
+                and form == head
+                and head != words
+                and _shared_city(vocabulary, value)
+            ):
+                # "Portland" where the scope has Portland, ME and Portland, OR: the city, in
+                # whichever region
+                found = [Mention(key, place_name(value), m.start, m.end, m.how) for m in found]
+            out += found
         if key == "title" and len(words) >= 2 and value not in vocabulary.outside.get(key, ()):
             out += _parts(q, key, value, words, vocabulary)  # a part names a title in scope
     # A value written as a phrase, stated in other words ("turned down because we couldn't
@@ -463,6 +480,16 @@ def amount_bound(value: str | None) -> tuple[str, int] | None:
         if m:
             return op, int(m.group(1))
     return None
+
+
+def _shared_city(vocabulary: ScopeVocabulary, value: str) -> bool:
+    """Whether another place of the scope has the city of ``value`` in another region."""
+    return any(
+        v != value
+        and same_value_key("location", v) == same_value_key("location", value)
+        and not same_place(v, value)
+        for v in vocabulary.values.get("location", ())
+    )
 
 
 def _names_key(q: QuestionWords, key: str) -> bool:

@@ -412,6 +412,49 @@ def same_value_key(key: str, value: str) -> str:
     return fold(value)
 
 
+#: Regions written as their postal codes (US states, Canadian provinces): "Portland, ME" is
+#: "Portland, Maine", not "Portland, OR".
+REGION_CODES = {
+    "al": "alabama", "ak": "alaska", "az": "arizona", "ar": "arkansas", "ca": "california",
+    "co": "colorado", "ct": "connecticut", "de": "delaware", "fl": "florida", "ga": "georgia",
+    "hi": "hawaii", "id": "idaho", "il": "illinois", "in": "indiana", "ia": "iowa",
+    "ks": "kansas", "ky": "kentucky", "la": "louisiana", "me": "maine", "md": "maryland",
+    "ma": "massachusetts", "mi": "michigan", "mn": "minnesota", "ms": "mississippi",
+    "mo": "missouri", "mt": "montana", "ne": "nebraska", "nv": "nevada", "nh": "new hampshire",
+    "nj": "new jersey", "nm": "new mexico", "ny": "new york", "nc": "north carolina",
+    "nd": "north dakota", "oh": "ohio", "ok": "oklahoma", "or": "oregon", "pa": "pennsylvania",
+    "ri": "rhode island", "sc": "south carolina", "sd": "south dakota", "tn": "tennessee",
+    "tx": "texas", "ut": "utah", "vt": "vermont", "va": "virginia", "wa": "washington",
+    "wv": "west virginia", "wi": "wisconsin", "wy": "wyoming", "dc": "district of columbia",
+    "on": "ontario", "qc": "quebec", "bc": "british columbia", "ab": "alberta",
+    "mb": "manitoba", "sk": "saskatchewan", "ns": "nova scotia", "nb": "new brunswick",
+}  # fmt: skip
+
+
+def region_of(value: str) -> str | None:
+    """The region a place names after its city, written out ("Portland, ME" -> "maine"), or
+    None when it names none."""
+    parts = [p.strip() for p in value.split(",")[1:2]]
+    words = value.split()
+    if not parts and len(words) > 1 and words[-1].isupper() and fold(words[-1]) in REGION_CODES:
+        parts = [words[-1]]  # "Austin TX"
+    if not parts or not fold(parts[0]):
+        return None
+    region = fold(parts[0])
+    return REGION_CODES.get(region, region)
+
+
+def same_place(a: str, b: str) -> bool:
+    """Whether two locations are one place: the same city, in no two different regions
+    ("Portland, ME" is "Portland, Maine", and not "Portland, OR"). A region is compared only
+    where both name one of the same kind (a state, not a country beside it)."""
+    if same_value_key("location", a) != same_value_key("location", b):
+        return False
+    ra, rb = region_of(a), region_of(b)
+    known = set(REGION_CODES.values())
+    return not (ra and rb and ra != rb and ra in known and rb in known)
+
+
 def place_name(value: str) -> str:
     """The city of a place as written, without its region, country or site ("Rotterdam" of
     "Rotterdam - Maasstad Hospital", "Manchester" of "St Aldhelm's Hospital, Manchester",
@@ -423,7 +466,10 @@ def place_name(value: str) -> str:
             words.pop()  # "Berlin HQ" is Berlin
     if len(parts) > 1 and set(fold(" ".join(parts[0])).split()) & _FACILITY_WORDS:
         parts = parts[1:]  # "St Aldhelm's Hospital, Manchester" is Manchester
-    return " ".join(parts[0]) if parts else value
+    words = parts[0] if parts else value.split()
+    if len(words) > 1 and words[-1].isupper() and fold(words[-1]) in REGION_CODES:
+        words = words[:-1]  # "Austin TX" is Austin
+    return " ".join(words)
 
 
 def names_a_site(value: str) -> bool:

@@ -32,6 +32,7 @@ from hltm_resources.engines.vocabulary import (
     canonical_key,
     canonical_value,
     currency_of,
+    is_title,
     key_rank,
     polarity,
     some_days,
@@ -67,14 +68,11 @@ _SUBJECT_VERB = re.compile(
     r"(?:(?:had|has|have|showed|shows|was|were|is|are|did not have|didn't have|lacked|lacks)\s+)?",
     re.I,
 )
-_TITLE_HEADS = (
-    "engineer|scientist|manager|designer|analyst|developer|architect|recruiter|specialist|"
-    "consultant|administrator|director|researcher|representative|accountant|coordinator|officer|"
-    "writer|strategist|technician|marketer|executive|associate|advisor|lead|sre|nurse|teacher"
-)
+_TITLE_HEADS = "|".join(sorted(TITLE_HEADS, key=len, reverse=True))
 _TITLE_IN_PROSE = re.compile(
     r"\b(?:hiring(?! manager)|hire|looking for|seeking|recruiting|searching for|search for|"
-    r"need|open(?:ed)? (?:a|an|the) (?:role|position|req) for)\s+(?:an?\s+|one\s+|two\s+|three\s+)?"
+    r"need|open(?:ed)? (?:a|an|the) (?:role|position|req) for)\s+"
+    r"(?:an?\s+|(one|two|three|four|five|\d)\s+)?"
     r"((?:[A-Za-z][\w/&+.-]*\s+){0,4}?(?:" + _TITLE_HEADS + r"))s?\b",
     re.I,
 )
@@ -108,7 +106,8 @@ _PERSON_NAME = re.compile(_NAME_WORDS)
 #: The hiring manager named in prose ("Niall Doherty is the hiring manager for ...", "the
 #: hiring manager is Niall Doherty").
 _MANAGER_IN_PROSE = re.compile(
-    _NAME_WORDS + r"\s+(?:is|will be)\s+(?:now\s+)?the\s+hiring\s+manager\b"
+    _NAME_WORDS + r"\s*(?:\([^()]{0,60}\)|,[^,.]{0,60},)?\s+(?:is|will be)\s+(?:now\s+)?the\s+"
+    r"hiring\s+manager\b"
     r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
 )
 #: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health"), and
@@ -261,15 +260,26 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
     "Kubernetes is not required"), and whether its sentence states it as a change."""
     out: list[tuple[str, str, bool]] = []
     for m in _TITLE_IN_PROSE.finditer(text):
-        if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
+        if negated_in_text(text, m.start(2), m.end(2), cue=m.start()):
             continue
-        words = m.group(1).split()
+        if m.group(1) and m.group(2):  # "looking for two Concept Artists": two hires
+            count = fold(m.group(1))
+            out.append(
+                ("headcount", str(NUMBER_WORDS.get(count, count)), _as_change(text, m.start()))
+            )
+        words = m.group(2).split()
         # Drop leading filler words that are not part of a title.
         while words and fold(words[0]) in {"a", "an", "the", "our", "new", "great", "strong"}:
             words = words[1:]
         if words:
-            out.append(("title", " ".join(words), _as_change(text, m.start(1))))
+            out.append(("title", " ".join(words), _as_change(text, m.start(2))))
             break
+    else:
+        # A brief in bullets names the role in one ("- Community Manager, intermediate").
+        for m in re.finditer(r"^\s*[-*\u2022]\s*([^,(;:\n]+)", text, re.M):
+            if is_title(m.group(1).strip()) and not negated_in_text(text, m.start(1), m.end(1)):
+                out.append(("title", m.group(1).strip(), False))
+                break
     places = []
     for m in _LOCATION_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.end(1), cue=m.start()):
@@ -399,7 +409,9 @@ def _amounts(sentence: str) -> list[tuple[str, str]]:
     """The pay range and number of hires a sentence gives, the last one it names ("the band
     goes to EUR 66,000 - 76,000", "headcount goes from 2 to 3", "£85-95k base")."""
     out = []
-    if _PAY_WORDS.search(sentence) and (pay := list(_PAY_RANGE.finditer(sentence))):
+    pay = list(_PAY_RANGE.finditer(sentence))
+    alone = bool(pay) and len(pay[-1].group(0)) * 2 >= len(sentence.strip(" -*\u2022."))
+    if pay and (alone or _PAY_WORDS.search(sentence)):  # "- CAD 60,000 – 72,000" says pay
         out.append(("salary_range", pay[-1].group(0)))
     if re.search(_HEADS, sentence, re.I) and (count := list(_HEADCOUNT.finditer(sentence))):
         word = fold(next(g for g in reversed(count[-1].groups()) if g))
