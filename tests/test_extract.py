@@ -908,3 +908,25 @@ def test_a_city_in_a_region_written_as_its_code_is_the_same_place(a, b, same):
     from hltm_resources.engines.vocabulary import same_place
 
     assert same_place(a, b) is same
+
+
+def test_a_heading_names_the_role_and_a_role_label_stays_a_field():
+    html = (
+        "<h2>Assistant Store Manager – York</h2>\n<dl><dt>Location</dt><dd>York, UK</dd>"
+        "<dt>Recruiter</dt><dd>Marcus Oyelaran</dd></dl>"
+    )
+    got = facets_of(doc(html))
+    assert ("title", "Assistant Store Manager") in got
+    assert ("recruiter", "Marcus Oyelaran") in got
+
+
+def test_taking_over_as_hiring_manager_is_a_change():
+    export = doc(json.dumps({"HiringManager": "Dr. Alan Whitcombe", "Title": "Radiographer"}))
+    email = doc(
+        "Hi Priya,\nDr. Whitcombe is going on leave. Nadia Farouk (Radiology Services Manager) "
+        "takes over as hiring manager for all four posts.",
+        "email",
+        "d2",
+        "2026-02-02",
+    )
+    assert ("hiring_manager", "Nadia Farouk") in facets_of(export, email)

@@ -429,3 +429,21 @@ def test_a_city_of_two_regions_is_named_by_its_region_or_stands_for_both(questio
     )
     a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
     assert constraints(a) == wanted
+
+
+def test_a_question_asked_inside_a_sentence_and_a_key_by_its_short_name():
+    vocab = ScopeVocabulary({**VOCAB.values, "hiring_manager": ["Zofia Eriksen", "Aoife Byrne"]})
+    a = analyze(
+        "Lisbon backend search, now that Zofia is leaving who do I send feedback to as HM?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "seat",
+        NAMES,
+        "seat:kaito",
+    )
+    assert (a.asked_key, a.answer_type) == ("hiring_manager", "person")
+
+
+def test_a_date_is_looked_for_in_what_notes_say_of_it():
+    a = read("What's the start-by date?", "project:p3")
+    assert (a.answer_type, a.asked_phrase) == ("date", "start by")

@@ -78,6 +78,12 @@ _WH = re.compile(
     r"(?:the\s+)?(?:total\s+)?(?:number|count)\s+of|remind me of|tell me about|give me)\b(.*)$",
     re.I | re.S,
 )
+#: A question asked inside a sentence ("now that Declan is leaving who do I send ...").
+_WH_INSIDE = re.compile(
+    r"\b(who|whom|what|which|where|when|how many|how much)\s+"
+    r"(?=(?:do|does|did|is|are|was|were|should|will|would|can|could)\b)(.*)$",
+    re.I | re.S,
+)
 #: "Is there a code name for ...?", "Do we have a hiring manager on ...?": what is there.
 _THERE = re.compile(
     r"^\W*(is there|are there|do we have|do you have|does (?:it|this \w+) have)\b(.*)$",
@@ -821,7 +827,7 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     of ("What Backend Engineer roles ...", "How many senior-level openings ..."); otherwise
     the noun is up to three words before the next function word, verb or name ("What's the
     code name of ...?" -> "code name")."""
-    m = _WH.search(question) or _THERE.match(question)
+    m = _WH.search(question) or _THERE.match(question) or _WH_INSIDE.search(question)
     if not m:
         return "", [], None
     wh = m.group(1).lower()
@@ -1104,8 +1110,13 @@ def analyze(
                 asked_key = None
         if verb_question and wh == "what":
             answer_type = "quote"  # "what happened with ...": the passage itself
+        if answer_type == "value" and noun and _singular(noun[-1]) in _DATE_NOUNS:
+            phrase = " ".join(noun)  # "the start date" where a key of the data is "start"
         if answer_type == "value" and phrase and _singular(phrase.split()[-1]) in _DATE_NOUNS:
             answer_type = "date"  # "what's the start date", "what target day"
+            if len(phrase.split()) > 1 and phrase.split()[-1] != "deadline":
+                # what a passage says of the date: "Start by 1 June", "StartBy: 2024-06-01"
+                phrase = " ".join(phrase.split()[:-1])
         if not at_leaf and not about_one and asked_key in vocabulary.values and not phrase:
             form = "distribution"  # a fact about the whole scope: how it is spread
     if form in ("fact", "why") and loose:
@@ -1140,6 +1151,11 @@ def analyze(
             # role, the one after it is what is asked (an option to check, not a filter).
             asked_key, options = after[-1].key, (after[-1].value or "",)
             constraints = [c for c in constraints if c != after[-1]]
+    if form == "fact" and not asked_key and wh in ("who", "whom", "whose"):
+        # "who do I send feedback to as HM?": the key a short name of a person's part names
+        asked_key = next(
+            (KEY_ALIASES[t] for t in q.tokens if KEY_ALIASES.get(t) in _PERSON_KEYS), None
+        )
     if form == "fact" and asked_key and not options and not at_leaf:
         named = [c for c in constraints if c.key == asked_key]
         if named and len(named) < len(constraints):

@@ -275,10 +275,13 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             out.append(("title", " ".join(words), _as_change(text, m.start(2))))
             break
     else:
-        # A brief in bullets names the role in one ("- Community Manager, intermediate").
-        for m in re.finditer(r"^\s*[-*\u2022]\s*([^,(;:\n]+)", text, re.M):
-            if is_title(m.group(1).strip()) and not negated_in_text(text, m.start(1), m.end(1)):
-                out.append(("title", m.group(1).strip(), False))
+        # A heading names the role ("Assistant Store Manager – York", "Concept Artist
+        # (12-month contract)"), or a brief's first bullet ("- Community Manager, L3").
+        heading = re.split(r"\s[-\u2013\u2014|]\s|[(:,]", text.strip().split("\n", 1)[0])[0]
+        bullets = re.finditer(r"^\s*[-*\u2022]\s*([^,(;:\n]+)", text, re.M)
+        for named in [heading.strip(), *(m.group(1).strip() for m in bullets)]:
+            if is_title(named) and not re.search(r"\b(?:not|no)\b", named, re.I):
+                out.append(("title", named, False))
                 break
     places = []
     for m in _LOCATION_IN_PROSE.finditer(text):
@@ -368,7 +371,8 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
 #: Berlin", "no longer remote").
 _CHANGE = re.compile(
     r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:ed|es|ing)|"
-    r"instead|updated?|going forward|from now on|decided|approved|from \S+ to)\b",
+    r"instead|updated?|going forward|from now on|decided|approved|from \S+ to|"
+    r"tak(?:es|ing) over|took over|replac(?:es|ed|ing)|effective)\b",
     re.I,
 )
 

@@ -244,6 +244,9 @@ def _line_pair(line: str) -> tuple[str, str] | None:
     m = KV_LINE.match(line)
     if m and m.group(1)[-1:].isdigit() and m.group(2)[:1].isdigit():
         return None  # "Joost van Dam 16:40": a time, not a field
+    dashed = m is not None and re.match(r"\s+[\u2013\u2014]", line[m.end(1) :]) is not None
+    if dashed and is_title(m.group(1)) and snake_key(m.group(1)) not in KEY_ALIASES:
+        return None  # "Assistant Store Manager – York": a heading naming the role
     if m and _is_label(m.group(1)):
         return m.group(1).strip(), m.group(2)
     m = _HYPHEN_LINE.match(line)
