@@ -1000,15 +1000,17 @@ class Memory:
             # nothing of which role; the values the question names do.
             query = ParsedQuery("retrieval", tuple(analysis.constraints))
             hits = leaves.verify(query, schema, vocab.values, names)
-            matches = [m for m in hits if m.node_id in set(pool)]
+            in_pool = set(pool)
+            matches = [m for m in hits if m.node_id in in_pool]
             subjects = [m.node_id for m in matches]
         if analysis.form == "why" and wanted and not subjects and not at_leaf:
             # "Why did the fraud roles move out of Cork?": the value the question names is
             # the one the role left; its notes name it.
             said = [MicroQuery(MENTION_KEY, c.value) for c in wanted if c.value]
             query = ParsedQuery("retrieval", tuple(said))
-            subjects = [m.node_id for m in leaves.verify(query, schema, vocab.values, names)]
-            subjects = [n for n in subjects if n in set(pool)]
+            in_pool = set(pool)
+            hits = leaves.verify(query, schema, vocab.values, names)
+            subjects = [m.node_id for m in hits if m.node_id in in_pool]
         out = Examined(matches if (constrained and not at_leaf) else None)
         key = analysis.asked_key
         if analysis.form in ("list", "count"):

@@ -1,5 +1,5 @@
-"""Reading a structured export (JSON, "Key: value" lines, a table, a CSV record) into
-attributes.
+"""Reading a structured export (JSON, XML, HTML, "Key: value" lines, a table, a CSV or
+fixed-width record) into attributes.
 
 Every ATS names its fields its own way, so a field's attribute is read from three things, in
 this order:
@@ -174,7 +174,7 @@ class _Lines(HTMLParser):
         self.term: str | None = None
         self.buffer: list[str] = []
 
-    def _flush(self) -> str:
+    def flush(self) -> str:
         text = " ".join("".join(self.buffer).split())
         self.buffer = []
         return text
@@ -183,11 +183,11 @@ class _Lines(HTMLParser):
         if tag == "tr":
             self.cells = []
         if tag in ("tr", "dt") or tag in _BLOCKS:
-            self.lines.append(self._flush())  # text before a row or a term is a line of its own
+            self.lines.append(self.flush())  # text before a row or a term is a line of its own
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("td", "th") and self.cells is not None:
-            self.cells.append(self._flush())
+            self.cells.append(self.flush())
         elif tag == "tr" and self.cells is not None:
             cells = [c for c in self.cells if c]
             # A row of a name and a value is a field; a wider row stays a table's row.
@@ -195,12 +195,12 @@ class _Lines(HTMLParser):
             self.lines.append(row)
             self.cells = None
         elif tag == "dt":
-            self.term = self._flush()
+            self.term = self.flush()
         elif tag == "dd":
-            self.lines.append(f"{self.term}: {self._flush()}" if self.term else self._flush())
+            self.lines.append(f"{self.term}: {self.flush()}" if self.term else self.flush())
             self.term = None
         elif tag in _BLOCKS:
-            self.lines.append(self._flush())
+            self.lines.append(self.flush())
 
     def handle_data(self, data: str) -> None:
         self.buffer.append(data)
@@ -216,7 +216,7 @@ def markup_text(text: str) -> str:
     reader = _Lines()
     reader.feed(text)
     reader.close()
-    return "\n".join(ln for ln in [*reader.lines, reader._flush()] if ln.strip())
+    return "\n".join(ln for ln in [*reader.lines, reader.flush()] if ln.strip())
 
 
 def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
