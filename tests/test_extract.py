@@ -930,3 +930,11 @@ def test_taking_over_as_hiring_manager_is_a_change():
         "2026-02-02",
     )
     assert ("hiring_manager", "Nadia Farouk") in facets_of(export, email)
+
+
+def test_xml_with_declared_entities_is_read_as_text_not_expanded():
+    from hltm_resources.engines.extractive.exports import xml_tree
+
+    bomb = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa">]><r><title>&a;&a;</title></r>'
+    assert xml_tree(bomb) is None
+    assert xml_tree("<r><title>Analyst</title></r>") == {"r": {"title": "Analyst"}}

@@ -131,6 +131,8 @@ def xml_tree(text: str) -> dict | None:
         r"<(?:!doctype\s+)?html\b|<(?:body|table|dl|h\d|p|div)\b", text, re.I
     ):
         return None
+    if re.search(r"<!(?:DOCTYPE|ENTITY)", text, re.I):
+        return None  # declarations can expand without bound: such a file is read as text
     try:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError:
