@@ -45,7 +45,7 @@ from hltm_resources.engines.vocabulary import (
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import fold
+from hltm_resources.text import fold, without_asides
 from hltm_resources.text import near_word as _near
 
 #: Words by which a note on a candidate says the role needs something.
@@ -318,6 +318,17 @@ def _a_part_of(key: str, value: str, place: str) -> bool:
     return any(fold(part) == place for part in re.split(r",|\s[-\u2013\u2014]\s", value)[1:])
 
 
+#: Keys whose values are people: a person is named by part of their name ("Davide").
+PERSON_KEYS = frozenset({"hiring_manager", "recruiter", "candidate"})
+
+
+def _names_person(value: str, named: str) -> bool:
+    """Whether ``value`` is one person's name holding every word of ``named`` ("Davide
+    Ferrante" for "Davide"; a list of a panel is no one person)."""
+    words = fold(without_asides(value)).split()
+    return "," not in value and len(words) <= 4 and set(named.split()) <= set(words)
+
+
 def one_valued(key: str) -> bool:
     """A key known to hold one value per leaf (a role has one location). Keys learned from
     the data are not assumed to: their other values are never taken for rivals."""
@@ -455,6 +466,8 @@ class ScopeLeaves:
             for v, holding in self.holders(m.key).items():
                 if same_value_key(m.key, v) == same or _a_part_of(m.key, v, same):
                     stating.update(holding)
+                elif m.key in PERSON_KEYS and _names_person(v, same):
+                    stating.update(holding)  # "Davide" is Davide Ferrante
             may_state = self._may_state(m.value)
             rivals: list[str] | None = None
             kept = []
@@ -464,8 +477,10 @@ class ScopeLeaves:
                     kept.append(n)
                     continue
                 facts = self.facts[n]
-                if m.key in YES_NO_KEYS:
-                    continue  # "yes" in a passage says nothing of a visa: facets decide
+                if m.key in YES_NO_KEYS or m.key in PERSON_KEYS:
+                    # "yes" in a passage says nothing of a visa, a name in a note nothing of
+                    # who manages the role ("Davide (guest interviewer)"): facets decide
+                    continue
                 if (facts.values.get(m.key) and one_valued(m.key)) or not may_state(facts):
                     continue  # its facets state another value of a one-value key; or no words
                 other = _COUNTERPART.get(m.key)

@@ -417,3 +417,10 @@ def test_a_why_about_a_value_the_role_left_finds_the_role(handmade4):
     _, memory = handmade4
     r = memory.ask("why did the fraud analyst roles move out of Cork?", scope="seat:s-sk")
     assert "Limerick" in r.answer and "project:sk-05" in r.answer
+
+
+def test_a_person_named_by_first_name_with_their_part_lists_their_searches(handmade4):
+    _, memory = handmade4
+    r = memory.ask("which of mine have Davide as HM (not just on the panel)?", scope="seat:s-cb")
+    assert set(r.references) >= {"project:cb-01", "project:cb-04"}
+    assert "project:cb-05" not in r.references  # he sits on its panel, no more

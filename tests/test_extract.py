@@ -938,3 +938,16 @@ def test_xml_with_declared_entities_is_read_as_text_not_expanded():
     bomb = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa">]><r><title>&a;&a;</title></r>'
     assert xml_tree(bomb) is None
     assert xml_tree("<r><title>Analyst</title></r>") == {"r": {"title": "Analyst"}}
+
+
+@pytest.mark.parametrize(
+    "text,name",
+    [
+        ("This sits under Project Tailwind (the checkout rebuild).", "Project Tailwind"),
+        ("The service is codenamed Atlas internally.", "Atlas"),
+        ("Reports to the Project Manager of the site.", None),
+    ],
+)
+def test_a_code_name_in_prose(text, name):
+    names = {v for k, v in facets_of(doc(text, "brief")) if k == "code_name"}
+    assert names == ({name} if name else set())

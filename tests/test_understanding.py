@@ -447,3 +447,16 @@ def test_a_question_asked_inside_a_sentence_and_a_key_by_its_short_name():
 def test_a_date_is_looked_for_in_what_notes_say_of_it():
     a = read("What's the start-by date?", "project:p3")
     assert (a.answer_type, a.asked_phrase) == ("date", "start by")
+
+
+@pytest.mark.parametrize(
+    "question,wanted",
+    [
+        ("Which searches is Declan Moran still hiring manager on?", "hiring_manager: Declan Moran"),
+        ("my searches where Aoife is the hiring manager?", "hiring_manager: Aoife"),
+        ("which of mine have Davide as HM (not just on the panel)?", "hiring_manager: Davide"),
+    ],
+)
+def test_a_person_named_with_the_part_they_play_is_a_value_of_it(question, wanted):
+    a = read(question, "seat:kaito")
+    assert (a.form, constraints(a)) == ("list", {wanted})

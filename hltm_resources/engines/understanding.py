@@ -829,7 +829,10 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
     code name of ...?" -> "code name")."""
     m = _WH.search(question) or _THERE.match(question) or _WH_INSIDE.search(question)
     if not m:
-        return "", [], None
+        # "my searches where Aoife is the hiring manager?": the nodes named, listed
+        named = re.match(r"^\W*(?:all\s+(?:of\s+)?)?(?:my|our|the)\s+(\w+)", question, re.I)
+        level = level_of_noun(fold(named.group(1)), schema) if named else None
+        return ("list", [fold(named.group(1))], level) if level else ("", [], None)
     wh = m.group(1).lower()
     if wh.endswith((" number of", " count of")) or wh.startswith(
         ("number", "count", "the ", "total")
@@ -839,6 +842,8 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         wh = "what"  # "Is there an internal code name ...?" asks what it is
     q = QuestionWords.of(m.group(2))
     tokens = q.tokens
+    if wh == "which" and tokens[:2] in (["of", "mine"], ["of", "ours"]):
+        return wh, ["searches"], schema.leaf.name  # "which of mine ...": my searches
     i = 0
     while i < len(tokens):
         t = tokens[i]
@@ -1017,6 +1022,16 @@ def analyze(
             # requisition said so).
             names_left.remove(name)
             constraints.append(MicroQuery(key, name))
+    person_key = next(
+        (k for _, _, k in phrases if k in _PERSON_KEYS),
+        next((KEY_ALIASES[t] for t in q.tokens if KEY_ALIASES.get(t) in _PERSON_KEYS), None),
+    )
+    if person_key and noun_level and not any(c.key == person_key for c in constraints):
+        # "Which searches is Declan Moran still hiring manager on?", "where Aoife is the
+        # HM": the person named is a value of the part named, not a word of any note.
+        for name in [n for n in names_left if _looks_like_name(n) or n[:1].isupper()]:
+            names_left.remove(name)
+            constraints.append(MicroQuery(person_key, name))
     about_one = bool(constraints or names_left or within)
     counted = wh == "how many" and bool(noun_level)
     lists = wh in ("which", "list", "show", "find") and noun_level is not None

@@ -355,6 +355,12 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         if said:
             out.append(("visa_sponsorship", said, _as_change(text, m.start(1))))
         break
+    for m in _CODE_NAME_IN_PROSE.finditer(text):
+        name = m.group(1) or m.group(2)  # "codenamed Atlas", "Project Kestrel" as written
+        last = fold(name.split()[-1])
+        if last not in TITLE_HEADS and last not in _COMMON_AFTER_PROJECT:
+            out.append(("code_name", name, False))  # "sits under Project Tailwind"
+            break
     for sentence in sentences(text):
         changes = bool(_CHANGE.search(sentence))
         out.extend((key, value, changes) for key, value in _amounts(sentence))
@@ -462,6 +468,18 @@ def _as_change(text: str, at: int) -> bool:
     start = max(text.rfind(c, 0, at) for c in ".!?\n") + 1
     ends = [e for e in (text.find(c, at) for c in ".!?\n") if e >= 0]
     return bool(_CHANGE.search(text[start : min(ends) if ends else len(text)]))
+
+
+#: A code name in prose: "Project Heron", "the programme Project Kestrel", "codenamed Atlas".
+_CODE_NAME_IN_PROSE = re.compile(
+    r"\b(?:code[- ]?named|code[- ]?name(?:\s+is)?:?)\s+([A-Z][A-Za-z]+)\b"
+    r"|\b((?:Project|Programme|Program|Operation)\s+[A-Z][A-Za-z]+)\b"
+)
+#: Words after "Project" that name no project ("Project Manager", "Project Finance").
+_COMMON_AFTER_PROJECT = frozenset(
+    "the a an management manager finance lead leader plan planning team budget office "
+    "delivery controls engineer engineering coordinator director".split()
+)
 
 
 _STAGE_AFTER = re.compile(r"\s*(?:interviews?|rounds?|loops?|stages?|visits?|debriefs?)\b", re.I)
