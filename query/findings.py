@@ -310,10 +310,12 @@ def evidence_findings(
         out.append(Finding(node, names.get(node, node), value, None, (p.doc_id,), quote))
         if len(out) >= MAX_FINDINGS:
             break
-    if not out and unworded and analysis.answer_type == "person":
+    notes = [u for u in unworded if len(labelled(u[2].text)) < 2]  # not an export's fields
+    if not out and notes and analysis.answer_type == "person":
         # No passage says it in the question's words: the one closest in meaning, of a
-        # subject leaf, names whom it is about first (a note's subject).
-        _, node, p = max(unworded, key=lambda t: (t[0], t[2].passage_id))
+        # subject leaf, names whom it is about first (a note's subject; an export's field
+        # values are no one: "United States").
+        _, node, p = max(notes, key=lambda t: (t[0], t[2].passage_id))
         people = [n for n in _people(p.text, known_values) if fold(n) not in cues]
         if people and len(p.text) <= QUOTE_CHARS:
             quote = _unit_naming(p.text, [fold(people[0])]) or p.text

@@ -30,7 +30,7 @@ from hltm_resources.engines import (
 from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
-from hltm_resources.engines.understanding import analyze
+from hltm_resources.engines.understanding import REJECTION_WORDS, analyze
 from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
@@ -638,7 +638,7 @@ class Memory:
         qvec = vectors[question]
         analysis = self._asked_by_meaning(analysis, qvec, vocab)
         if not self.settings.schema.is_leaf(resolved.level):
-            analysis = self._free_text_value(analysis, qvec, vocab)
+            analysis = self._free_text_value(analysis, question, qvec, vocab)
         parsed = self.agents.parse_query(question, vocab, analysis)
         micro = list(parsed.micro) or [MicroQuery("question", None)]
         micro_vecs = np.vstack(
@@ -787,7 +787,7 @@ class Memory:
         return replace(analysis, asked_key=key, asked_by="meaning", constraints=constraints)
 
     def _free_text_value(
-        self, analysis: Analysis, qvec: np.ndarray, vocab: ScopeVocabulary
+        self, analysis: Analysis, question: str, qvec: np.ndarray, vocab: ScopeVocabulary
     ) -> Analysis:
         """A rejection reason a question states in its own words ("we couldn't sponsor a
         visa" for "no visa sponsorship available"). Reasons are sentences, not categories:
@@ -799,7 +799,9 @@ class Memory:
         if not known or any(c.key == key for c in analysis.constraints):
             return analysis
         about = analysis.asked_key == key or analysis.form == "why"
-        if not about:
+        if not about and REJECTION_WORDS.search(question):
+            # A reason is named only by a question about candidates turned down: "Which
+            # searches can sponsor a visa?" names no reason "no visa sponsorship available".
             reasons = self._meanings(list(KEY_DESCRIPTIONS[key]))
             about = max(float(v @ qvec) for v in reasons.values()) >= KEY_MEANING_COSINE
         if not about or analysis.form == "distribution":

@@ -424,3 +424,19 @@ def test_a_person_named_by_first_name_with_their_part_lists_their_searches(handm
     r = memory.ask("which of mine have Davide as HM (not just on the panel)?", scope="seat:s-cb")
     assert set(r.references) >= {"project:cb-01", "project:cb-04"}
     assert "project:cb-05" not in r.references  # he sits on its panel, no more
+
+
+@pytest.mark.parametrize(
+    "scope,question,said",
+    [
+        # p00003's documents state no pay and name no hiring manager.
+        ("project:p00003", "What does this role pay?", "No salary range is stated"),
+        ("project:p00003", "Who is the hiring manager?", "No hiring manager is stated"),
+        # The demo world states no sponsorship and no head counts: nothing matches.
+        ("seat:northwind-0-r01", "Which searches can sponsor a visa?", "None in scope"),
+        ("account:northwind-0", "How many searches are hiring more than one person?", "0: no"),
+    ],
+)
+def test_what_no_document_states_is_said_to_be_unstated_not_guessed(demo, scope, question, said):
+    *_, memory = demo
+    assert memory.ask(question, scope=scope).answer.startswith(said)

@@ -374,8 +374,11 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
     # A value written as a phrase, stated in other words ("turned down because we couldn't
     # sponsor a visa" for "no visa sponsorship available"): most of its words, by their stems.
     stems = [stem(t) for t in tokens]
+    about_candidates = bool(REJECTION_WORDS.search(" ".join(tokens)))
     for n in index.candidates(q):
         key, value, words = index.entries[n]
+        if key in CANDIDATE_KEYS and not about_candidates:
+            continue  # "Which searches can sponsor a visa?" names no reason to turn one down
         if value in vocabulary.outside.get(key, ()):
             continue  # stated in other words, a value of another scope is too far a guess
         if (key in CANDIDATE_KEYS or key not in KEY_ORDER) and sum(
@@ -408,7 +411,7 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
 
 
 #: Words of a "why" about candidates turned down, not about the role.
-_REJECTION_WORDS = re.compile(
+REJECTION_WORDS = re.compile(
     r"\b(?:reject\w*|turn(?:ed)? down|declin\w*|pass(?:ed)? on|say no|said no|not hired|"
     r"didn'?t get|did not get|fail\w*|drop(?:ped)? out|withdr[ae]w\w*|candidates?|"
     r"not (?:moving|moved|move) forward|let go)\b",
@@ -454,8 +457,6 @@ def _compared_amount(
 ) -> tuple[MicroQuery, tuple[int, int]] | None:
     """A bound on a number of hires the question sets ("hiring more than one person", "at
     least 2 openings"): the constraint (``headcount: more than 1``) and the words it spans."""
-    if "headcount" not in vocabulary.values:
-        return None
     t = q.tokens
     for i in range(len(t)):
         for words in sorted(BOUNDS, key=lambda b: -len(b.split())):
@@ -913,8 +914,11 @@ def analyze(
         noun, noun_level = [], None  # what follows describes the subject, not what is asked
     # The attribute a noun names ("the hiring lead", "the code name") is what is asked, never
     # a constraint: the seniority Lead is not named in "the hiring lead".
-    if noun and _singular(noun[0]) in LEAF_WORDS and _SUBJECT.search(question):
+    if noun and _singular(noun[0]) in LEAF_WORDS and (subject := _SUBJECT.search(question)):
         noun = []  # "What does this role require?": the role is the subject, not what is asked
+        verb = fold(question[subject.end() :]).split()[:1]
+        if verb and KEY_ALIASES.get(verb[0]) in KEY_ORDER:
+            noun = verb  # "What does this role pay?": the key the verb names
     named, attribute = _attribute_prefix(noun, vocabulary) if not noun_level else (noun, None)
     if noun and (noun[0] in _IRREGULAR_PAST or (len(noun[0]) > 4 and noun[0].endswith("ed"))):
         named, attribute, noun = [], None, []  # "what happened with X", "who showed ..."
@@ -973,11 +977,10 @@ def analyze(
         # "... can't sponsor").
         for key, pattern in _YES_NO_WORDS.items():
             said = pattern.search(question)
-            if (
-                said
-                and key in vocabulary.values
-                and all(c.key != key and c.key not in CANDIDATE_KEYS for c in constraints)
+            if said and all(
+                c.key != key and c.key not in CANDIDATE_KEYS for c in constraints
             ):  # "... rejected because we couldn't sponsor a visa" names a reason instead
+                # (a scope that states no sponsorship at all lists none, not every search)
                 no = negated_in_text(question, said.start(), said.end())
                 constraints.append(MicroQuery(key, "no" if no else "yes"))
     # Several values of one key named as alternatives are the options of what is asked.
@@ -1066,7 +1069,7 @@ def analyze(
     elif wh == "why" or (re.search(r"\breasons?\b", low) and not noun_level):
         # A why about candidates turned down asks for reasons; one about the role (a change,
         # a decision) for the note that gives its cause.
-        about = _REJECTION_WORDS.search(question) or not re.search(r"\bwhy\b", low)
+        about = REJECTION_WORDS.search(question) or not re.search(r"\bwhy\b", low)
         form, asked_key = "why", "rejection_reason" if about else None
         if not at_leaf and not about_one:
             form = "distribution"  # "why do candidates drop out?" over the whole scope
