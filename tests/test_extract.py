@@ -951,3 +951,16 @@ def test_xml_with_declared_entities_is_read_as_text_not_expanded():
 def test_a_code_name_in_prose(text, name):
     names = {v for k, v in facets_of(doc(text, "brief")) if k == "code_name"}
     assert names == ({name} if name else set())
+
+
+def test_a_list_of_one_office_is_one_place_and_a_new_req_line_no_skill():
+    first = doc(json.dumps({"job": {"offices": [{"name": "Berlin", "country": "Germany"}]}}))
+    later = doc(
+        json.dumps({"job": {"offices": [{"name": "New York", "country": "United States"}]}}),
+        doc_id="d2",
+        updated="2026-02-01",
+    )
+    got = facets_of(first, later)
+    assert [v for k, v in got if k == "location"] == ["New York, United States"]
+    brief = doc("New req: Healthcare IT Specialist, mid-level.\nThis is an on-site role.", "brief")
+    assert not any(k == "skill" for k, _ in facets_of(brief))

@@ -68,7 +68,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "skill": (
         "skill skills required_skills must_have_skills must_haves must_have requirements "
         "tech_stack technologies key_skills competencies core_skills required_competencies "
-        "hard_skills stack required must skills_required essential"
+        "hard_skills stack required must skills_required essential req_skills"
     ).split(),
     "preferred_skill": (
         "nice_to_have nice_to_haves preferred_skills bonus_skills preferred pluses plus_skills "
@@ -254,7 +254,6 @@ ABBREVIATIONS = {
     "cur": "currency",
     "sal": "salary",
     "hc": "headcount",
-    "req": "required",
     "pref": "preferred",
     "wrk": "work",
     "mdl": "model",

@@ -535,10 +535,15 @@ def document_facets(doc: Document) -> list[RawFacet]:
         for k, v, s, r, c in list(found)
         if k == "salary_range" and (code := currency_of(v))
     ]
+    # One item of a list is listed when its list holds several ("offices": [Dublin,
+    # Amsterdam]); a list of one office states one place, as a field would.
+    in_lists = defaultdict(int)
+    for key, raw_value, *_ in found:
+        in_lists[key] += raw_value.startswith(ITEM)
     out: list[RawFacet] = []
     for key, raw_value, is_structured, resolved, changes in found:
         values = items(raw_value, key)
-        listed = raw_value.startswith(ITEM) or len(values) > 1
+        listed = (raw_value.startswith(ITEM) and in_lists[key] > 1) or len(values) > 1
         for value in values:
             canon = canonical_value(key, value)
             if canon is not None:
