@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from hltm_resources.engines.base import Analysis, Finding
 from hltm_resources.engines.negation import tokenize
-from hltm_resources.engines.understanding import stem
+from hltm_resources.engines.understanding import LEAF_WORDS, stem
 from hltm_resources.engines.vocabulary import (
     ALIASES,
     KEY_ALIASES,
@@ -351,7 +351,12 @@ def _phrase_forms(words: list[str]) -> list[list[str]]:
         forms += [words[i:], ["".join(words[i:])]]
     key = KEY_ALIASES.get("_".join(words))
     if key is not None:
-        forms += [a.split("_") for a, k in KEY_ALIASES.items() if k == key and a != "_".join(words)]
+        forms += [
+            a.split("_")
+            for a, k in KEY_ALIASES.items()
+            # a word that names the searches themselves names no attribute in a note
+            if k == key and a != "_".join(words) and a not in LEAF_WORDS
+        ]
     return forms
 
 

@@ -41,7 +41,9 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     YES_NO_KEYS,
+    country_of_region,
     names_a_site,
+    region_of,
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
@@ -306,6 +308,15 @@ def _places(values: Sequence[str]) -> list[str]:
     ]
 
 
+#: Names of the countries whose regions the vocabulary knows, as questions write them.
+_COUNTRY = {
+    "us": "united states",
+    "usa": "united states",
+    "u s": "united states",
+    "america": "united states",
+}
+
+
 def _a_part_of(key: str, value: str, place: str) -> bool:
     """Whether a location ``value`` is within the place ``place`` names: a part of the city
     written after it ("Rotterdam Waalhaven" is in Rotterdam), or a city of that region or
@@ -314,8 +325,14 @@ def _a_part_of(key: str, value: str, place: str) -> bool:
         return False
     if same_value_key(key, value).startswith(place + " "):
         return True
-    # "Valence, Drôme, France" is in France: a region or country written after the city.
-    return any(fold(part) == place for part in re.split(r",|\s[-\u2013\u2014]\s", value)[1:])
+    # "Valence, Drôme, France" is in France: a region or country written after the city;
+    # "Denver, CO" is in the US (a state's country).
+    parts = re.split(r",|\s[-\u2013\u2014]\s", value)[1:]
+    if any(fold(part) == place for part in parts):
+        return True
+    return (region := region_of(value)) is not None and country_of_region(region) == _COUNTRY.get(
+        place, place
+    )
 
 
 #: Keys whose values are people: a person is named by part of their name ("Davide").

@@ -440,3 +440,11 @@ def test_a_person_named_by_first_name_with_their_part_lists_their_searches(handm
 def test_what_no_document_states_is_said_to_be_unstated_not_guessed(demo, scope, question, said):
     *_, memory = demo
     assert memory.ask(question, scope=scope).answer.startswith(said)
+
+
+def test_a_state_is_in_its_country():
+    from query.verification import _a_part_of
+
+    assert _a_part_of("location", "Denver, CO", "us")
+    assert _a_part_of("location", "Montréal, QC", "canada")
+    assert not _a_part_of("location", "Guildford, GB", "us")

@@ -964,3 +964,10 @@ def test_a_list_of_one_office_is_one_place_and_a_new_req_line_no_skill():
     assert [v for k, v in got if k == "location"] == ["New York, United States"]
     brief = doc("New req: Healthcare IT Specialist, mid-level.\nThis is an on-site role.", "brief")
     assert not any(k == "skill" for k, _ in facets_of(brief))
+
+
+def test_a_code_name_is_never_learned_to_be_a_title():
+    from hltm_resources.engines.aliases import value_aliases
+
+    learned = value_aliases({"title": ["Level Designer"], "code_name": ["Nightjar", "Halcyon"]})
+    assert "code_name" not in learned

@@ -460,3 +460,24 @@ def test_a_date_is_looked_for_in_what_notes_say_of_it():
 def test_a_person_named_with_the_part_they_play_is_a_value_of_it(question, wanted):
     a = read(question, "seat:kaito")
     assert (a.form, constraints(a)) == ("list", {wanted})
+
+
+def test_a_code_name_names_its_searches_and_a_key_word_is_no_title_part():
+    vocab = ScopeVocabulary(
+        {
+            "title": ["Level Designer", "AI Programmer"],
+            "seniority": ["Lead", "Senior"],
+            "code_name": ["Nightjar", "Halcyon"],
+        }
+    )
+    a = analyze(
+        "what's the base band on the Nightjar AI programmer?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "seat",
+        {},
+        "seat:s",
+    )
+    assert constraints(a) == {"code_name: Nightjar", "title: AI Programmer"}
+    b = analyze("which searches are lead level?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    assert constraints(b) == {"seniority: Lead"}

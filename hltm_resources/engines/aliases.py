@@ -14,7 +14,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from hltm_resources.engines.vocabulary import (
+    ALIASES,
     CANDIDATE_KEYS,
+    FEEDBACK_KEYS,
     KEY_ORDER,
     MULTI_KEYS,
     SENIORITY_WORDS,
@@ -60,7 +62,9 @@ def value_aliases(values: dict[str, list[str]]) -> dict[str, str]:
     per version of the facets table, with word indexes (:class:`ValueIndex`): linear in the
     number of distinct values."""
     pool = {k: ValueIndex(values[k]) for k in KEY_ORDER if values.get(k)}
-    pending = sorted(k for k, v in values.items() if k not in KEY_ORDER and v)
+    # A canonical key is never another's name ("code_name" holding "Nightjar" is no title).
+    canonical = set(KEY_ORDER) | (set(ALIASES) - FEEDBACK_KEYS)
+    pending = sorted(k for k, v in values.items() if k not in canonical and v)
     out: dict[str, str] = {}
 
     def resolve(candidates: dict[str, ValueIndex]) -> bool:

@@ -653,6 +653,8 @@ def _parts(
                 continue
             if all(_singular(w) in LEAF_WORDS for w in part):
                 continue  # "searches" names the leaves, not the title "..., Search & Ranking"
+            if len(part) == 1 and part[0] in KEY_ALIASES:
+                continue  # "level" names the seniority, not the title "Level Designer"
             short = all(len(w) < 4 for w in part)
             if short and not (written and all(_cased(w) for w in written[i:j])):
                 continue  # "it" of "Healthcare IT Specialist" is no name of it alone
@@ -843,8 +845,8 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         wh = "what"  # "Is there an internal code name ...?" asks what it is
     q = QuestionWords.of(m.group(2))
     tokens = q.tokens
-    if wh == "which" and tokens[:2] in (["of", "mine"], ["of", "ours"]):
-        return wh, ["searches"], schema.leaf.name  # "which of mine ...": my searches
+    if wh in ("which", "how many") and tokens[:2] in (["of", "mine"], ["of", "ours"]):
+        return wh, ["searches"], schema.leaf.name  # "how many of mine ...": my searches
     i = 0
     while i < len(tokens):
         t = tokens[i]

@@ -99,7 +99,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "language": "language languages spoken_languages".split(),
     "industry": "industry sector".split(),
     "hiring_manager": "hiring_manager manager hm reports_to hiring_lead hiring_mgr mgr".split(),
-    "code_name": "code_name codename internal_name project_code internal_code_name".split(),
+    # an export's "Project" field names the programme a role is hired for, its code name
+    "code_name": (
+        "code_name codename internal_name project_code internal_code_name project projekt"
+    ).split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
         "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc"
@@ -428,6 +431,19 @@ REGION_CODES = {
     "on": "ontario", "qc": "quebec", "bc": "british columbia", "ab": "alberta",
     "mb": "manitoba", "sk": "saskatchewan", "ns": "nova scotia", "nb": "new brunswick",
 }  # fmt: skip
+
+
+def country_of_region(region: str) -> str | None:
+    """The country a region written out by :data:`REGION_CODES` is in."""
+    if region in _PROVINCES:
+        return "canada"
+    return "united states" if region in REGION_CODES.values() else None
+
+
+_PROVINCES = frozenset(
+    {"ontario", "quebec", "british columbia", "alberta", "manitoba", "saskatchewan"}
+    | {"nova scotia", "new brunswick"}
+)
 
 
 def region_of(value: str) -> str | None:
