@@ -971,3 +971,8 @@ def test_a_code_name_is_never_learned_to_be_a_title():
 
     learned = value_aliases({"title": ["Level Designer"], "code_name": ["Nightjar", "Halcyon"]})
     assert "code_name" not in learned
+
+
+def test_a_field_of_money_in_any_language_is_pay():
+    tsv = "Campo\tValor\nPuesto\tStore Manager\nSalario\t34.000–40.000 € brutos/año"
+    assert ("salary_range", "34.000–40.000 € brutos/año") in facets_of(doc(tsv))

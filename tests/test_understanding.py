@@ -481,3 +481,15 @@ def test_a_code_name_names_its_searches_and_a_key_word_is_no_title_part():
     assert constraints(a) == {"code_name: Nightjar", "title: AI Programmer"}
     b = analyze("which searches are lead level?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
     assert constraints(b) == {"seniority: Lead"}
+
+
+@pytest.mark.parametrize(
+    "question,asked",
+    [
+        ("salary band?", "salary_range"),
+        ("pay range on the Lisbon backend search?", "salary_range"),
+        ("HSE advisor, Hamburg side – what's the euro range?", "salary_range"),
+    ],
+)
+def test_a_question_that_is_the_name_of_what_it_asks(question, asked):
+    assert read(question, "project:p3").asked_key == asked

@@ -835,7 +835,17 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         # "my searches where Aoife is the hiring manager?": the nodes named, listed
         named = re.match(r"^\W*(?:all\s+(?:of\s+)?)?(?:my|our|the)\s+(\w+)", question, re.I)
         level = level_of_noun(fold(named.group(1)), schema) if named else None
-        return ("list", [fold(named.group(1))], level) if level else ("", [], None)
+        if level:
+            return "list", [fold(named.group(1))], level
+        # "salary band?", "pay range on the community manager?", "start date for ...": a
+        # question that is the name of what it asks
+        words = fold(question).split()[:3]
+        for n in range(len(words), 0, -1):
+            if "_".join(words[:n]) in KEY_ALIASES or (
+                n > 1 and _singular(words[n - 1]) in _DATE_NOUNS
+            ):
+                return "what", words[:n], None
+        return "", [], None
     wh = m.group(1).lower()
     if wh.endswith((" number of", " count of")) or wh.startswith(
         ("number", "count", "the ", "total")

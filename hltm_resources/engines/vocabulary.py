@@ -88,7 +88,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "salary_range": (
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
-        "pay_band pay base base_pay"
+        "pay_band pay base base_pay range"
     ).split(),
     "currency": "currency ccy curr salary_currency pay_currency".split(),
     "visa_sponsorship": (

@@ -45,6 +45,7 @@ from hltm_resources.engines.vocabulary import (
     WORKPLACE_WORDS,
     YES_NO_KEYS,
     canonical_value,
+    currency_of,
     is_title,
     unabbreviated,
     workplace_of,
@@ -643,6 +644,8 @@ def value_type(values: Sequence[str]) -> str | None:
         return None
     if all(seniority_of(v) for v in values):
         return "seniority"
+    if all(MONEY.search(v) and currency_of(v) for v in values):
+        return "salary_range"  # "Salario: 34.000–40.000 € brutos/año"
     if all(is_title(v) for v in values):
         return "title"  # before workplaces: a "Site Reliability Engineer" is no place
     if all(workplace_of(v) and _arrangement_only(v) for v in values):
