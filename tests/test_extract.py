@@ -976,3 +976,37 @@ def test_a_code_name_is_never_learned_to_be_a_title():
 def test_a_field_of_money_in_any_language_is_pay():
     tsv = "Campo\tValor\nPuesto\tStore Manager\nSalario\t34.000–40.000 € brutos/año"
     assert ("salary_range", "34.000–40.000 € brutos/año") in facets_of(doc(tsv))
+
+
+@pytest.mark.parametrize(
+    "later,wanted",
+    [
+        (
+            "Good news – finance signed off on a third seat, so we're now hiring 3 senior "
+            "gameplay programmers on this req instead of 2.",
+            ("headcount", "3"),
+        ),
+        (
+            "Quick heads-up: Graham Pettifer starts parental leave from 8 April, so Nadia Okafor "
+            "(Engine Lead) is taking over as hiring manager for this req from today.",
+            ("hiring_manager", "Nadia Okafor"),
+        ),
+        (
+            "I've agreed with HR to move the analyst band to £50,000 – £60,000.",
+            ("salary_range", "£50,000 – £60,000"),
+        ),
+        (
+            "Please change the location on the role: it's now Edinburgh, not Glasgow.",
+            ("location", "Edinburgh"),
+        ),
+    ],
+)
+def test_a_sentence_led_by_a_few_words_is_prose_and_states_its_change(later, wanted):
+    export = doc(
+        "Title: Analyst\nLocation: Glasgow\nHeadcount: 2\nHiring manager: Graham Pettifer\n"
+        "Salary: GBP 45,000 - 55,000"
+    )
+    email = doc(
+        f"From: A\nTo: B\nSubject: update\n\nHi all,\n{later}\nThanks", "email", "d2", "2026-03-01"
+    )
+    assert wanted in facets_of(export, email)

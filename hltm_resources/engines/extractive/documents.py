@@ -108,6 +108,8 @@ _PERSON_NAME = re.compile(_NAME_WORDS)
 _MANAGER_IN_PROSE = re.compile(
     _NAME_WORDS + r"\s*(?:\([^()]{0,60}\)|,[^,.]{0,60},)?\s+(?:is|will be)\s+(?:now\s+)?the\s+"
     r"hiring\s+manager\b"
+    r"|" + _NAME_WORDS + r"\s*(?:\([^()]{0,60}\))?\s+(?:is\s+|will\s+)?(?:tak(?:ing|es|e)\s+over|"
+    r"step(?:ping|s)?\s+in)\s+as\s+(?:the\s+)?hiring\s+manager\b"
     r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
 )
 #: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health"), and
@@ -299,6 +301,11 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         loc = re.split(r"\.\s", loc)[0].strip(" .,")  # the sentence ends at its period
         if loc:
             places.append((loc, _as_change(text, m.start(1))))
+    for sentence in sentences(text):
+        # "change the location on the role: it's now Edinburgh, not Glasgow"
+        said = _NOW_IN_PLACE.search(sentence)
+        if said and _PLACE_WORDS.search(sentence) and fold(said.group(1)) not in _NOT_PLACES:
+            places.append((said.group(1), True))
     if places:
         out.append(_latest_said(places, "location"))
     stated = [
@@ -320,7 +327,7 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
                 out.append(("workplace_type", kind, bool(_CHANGE.search(sentence))))
                 break
     for m in _MANAGER_IN_PROSE.finditer(text):
-        name = m.group(1) or m.group(2)
+        name = next(g for g in m.groups() if g)
         if not negated_in_text(text, m.start(), m.end()):
             out.append(("hiring_manager", name, _as_change(text, m.start())))
             break
@@ -376,7 +383,7 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
 #: Words by which a sentence says a fact of the role changed ("is now hybrid", "moved to
 #: Berlin", "no longer remote").
 _CHANGE = re.compile(
-    r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:ed|es|ing)|"
+    r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:e|ed|es|ing)|agreed|"
     r"instead|updated?|going forward|from now on|decided|approved|from \S+ to|"
     r"tak(?:es|ing) over|took over|replac(?:es|ed|ing)|effective)\b",
     re.I,
@@ -427,6 +434,11 @@ def _amounts(sentence: str) -> list[tuple[str, str]]:
         word = fold(next(g for g in reversed(count[-1].groups()) if g))
         out.append(("headcount", str(NUMBER_WORDS.get(word, word))))
     return out
+
+
+_NOW_IN_PLACE = re.compile(r"\bnow\s+(?:in\s+|based\s+in\s+)?([A-Z][\w'.-]+(?:\s+[A-Z][\w'.-]+)?)")
+_PLACE_WORDS = re.compile(r"\b(?:location|located|based|office|site|city)\b", re.I)
+_NOT_PLACES = frozenset("hybrid remote on-site onsite fully the a".split())
 
 
 def _workplace_said(text: str, m: re.Match) -> str:

@@ -250,6 +250,11 @@ def _line_pair(line: str) -> tuple[str, str] | None:
     dashed = m is not None and re.match(r"\s+[\u2013\u2014]", line[m.end(1) :]) is not None
     if dashed and is_title(m.group(1)) and snake_key(m.group(1)) not in KEY_ALIASES:
         return None  # "Assistant Store Manager – York": a heading naming the role
+    long = m is not None and len(m.group(2).split()) > (8 if dashed else 14)
+    if long and field_key((snake_key(m.group(1)),)) is None:
+        # "Good news – finance signed off on ...", "Quick heads-up: Graham starts leave ...":
+        # a sentence led by a few words, not a field
+        return None
     if m and _is_label(m.group(1)):
         return m.group(1).strip(), m.group(2)
     m = _HYPHEN_LINE.match(line)
