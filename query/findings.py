@@ -669,8 +669,8 @@ def why_findings(
 #: Words by which a sentence gives a cause ("after the budget freeze", "because the office
 #: is closing", "due to ...").
 _CAUSE = re.compile(
-    r"\b(?:because|due to|owing to|as a result|after|since|following|given|so that|so we|"
-    r"reason|why|freeze|closing|closes|approved|decided|budget)\b",
+    r"\b(?:because|due to|owing to|as a result|after|since|following|given|so|"
+    r"reason|why|freeze|closing|closes|approved|decided|budget|leave|consolidat\w*)\b",
     re.I,
 )
 #: A message's headers: who wrote it and when, no cause.
@@ -709,10 +709,12 @@ def cause_findings(
                 shared = len(asked & {stem(w) for w in fold(told).split()})
                 if shared:
                     cause = bool(_CAUSE.search(told))
-                    ranked.append((shared + cause, meaning.get(p.passage_id, 0.0), node, p, told))
+                    ranked.append(
+                        (shared + cause, cause, meaning.get(p.passage_id, 0.0), node, p, told)
+                    )
     if not ranked:
         return []
-    score, _, node, p, told = max(ranked, key=lambda t: (t[0], t[1], t[3].passage_id))
+    score, _, _, node, p, told = max(ranked, key=lambda t: (t[0], t[1], t[2], t[4].passage_id))
     if score < 2:
-        return []  # one word in common is no answer
+        return []  # one word in common, and no cause, is no answer
     return [Finding(node, names.get(node, node), told, "cause", (p.doc_id,), told)]

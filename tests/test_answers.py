@@ -448,3 +448,9 @@ def test_a_state_is_in_its_country():
     assert _a_part_of("location", "Denver, CO", "us")
     assert _a_part_of("location", "Montréal, QC", "canada")
     assert not _a_part_of("location", "Guildford, GB", "us")
+
+
+def test_a_why_about_a_change_quotes_the_sentence_with_its_cause(handmade4):
+    _, memory = handmade4
+    r = memory.ask("why did this go from 2 seats to 1?", scope="project:cb-01")
+    assert "budget" in r.answer and "project:cb-01" in r.answer

@@ -493,3 +493,16 @@ def test_a_code_name_names_its_searches_and_a_key_word_is_no_title_part():
 )
 def test_a_question_that_is_the_name_of_what_it_asks(question, asked):
     assert read(question, "project:p3").asked_key == asked
+
+
+def test_a_distribution_over_a_key_named_in_two_words():
+    vocab = ScopeVocabulary({"workplace_type": ["hybrid", "remote"], "skill": ["Maya", "Python"]})
+    a = analyze(
+        "what's the most common work setup across our searches?",
+        vocab,
+        DEFAULT_SCHEMA,
+        "account",
+        {},
+        "account:a",
+    )
+    assert (a.form, a.asked_key) == ("distribution", "workplace_type")

@@ -160,6 +160,11 @@ _KEY_WORDS: dict[str, tuple[str, ...]] = {
         "onsite",
         "workplace",
         "work arrangement",
+        "work setup",
+        "working setup",
+        "work model",
+        "working model",
+        "working pattern",
         "in office",
         "in-office",
     ),
@@ -1114,7 +1119,7 @@ def analyze(
     if (
         form in ("fact", "distribution")
         and asked_key is None
-        and not (named and not noun_level)
+        and not (named and not noun_level and form == "fact")
         and not (measure and phrase)
     ):
         # Words that go with a key ("office" with locations) are a hint, weighed with the
@@ -1153,7 +1158,12 @@ def analyze(
         constraints = [c for c in constraints if c not in loose]
         context += [c.value or "" for c in loose]
     asked_by = "words" if worded and asked_key in worded else ""
-    named_outright = attribute is not None or wh == "where"  # "which hiring manager ..."
+    # "which hiring manager ...", "where ...", "the most common work setup": named outright
+    named_outright = (
+        attribute is not None
+        or wh == "where"
+        or bool(asked_key and any(" " in w and w in low for w in _KEY_WORDS.get(asked_key, ())))
+    )
     if (
         form == "distribution"
         and asked_key
