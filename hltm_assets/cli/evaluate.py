@@ -138,7 +138,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--world",
-        choices=["demo", "heldout", "handmade", "handmade2", "handmade3", "handmade4", "handmade5"],
+        choices=[
+            "demo",
+            "heldout",
+            "handmade",
+            "handmade2",
+            "handmade3",
+            "handmade4",
+            "handmade5",
+            "handmade6",
+        ],
         help="answers: the world the questions are about (default demo)",
     )
     p.add_argument(
