@@ -41,9 +41,8 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     YES_NO_KEYS,
-    country_of_region,
+    in_country_of,
     names_a_site,
-    region_of,
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
@@ -308,15 +307,6 @@ def _places(values: Sequence[str]) -> list[str]:
     ]
 
 
-#: Names of the countries whose regions the vocabulary knows, as questions write them.
-_COUNTRY = {
-    "us": "united states",
-    "usa": "united states",
-    "u s": "united states",
-    "america": "united states",
-}
-
-
 def _a_part_of(key: str, value: str, place: str) -> bool:
     """Whether a location ``value`` is within the place ``place`` names: a part of the city
     written after it ("Rotterdam Waalhaven" is in Rotterdam), or a city of that region or
@@ -330,9 +320,7 @@ def _a_part_of(key: str, value: str, place: str) -> bool:
     parts = re.split(r",|\s[-\u2013\u2014]\s", value)[1:]
     if any(fold(part) == place for part in parts):
         return True
-    return (region := region_of(value)) is not None and country_of_region(region) == _COUNTRY.get(
-        place, place
-    )
+    return in_country_of(value, place)
 
 
 #: Keys whose values are people: a person is named by part of their name ("Davide").

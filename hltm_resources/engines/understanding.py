@@ -37,6 +37,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
+    OPENING_NOUNS,
     WORKPLACE_WORDS,
     YES_NO_KEYS,
     is_title,
@@ -46,7 +47,14 @@ from hltm_resources.engines.vocabulary import (
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import STOPWORDS, fold, humanize_key, unaccented, without_asides
+from hltm_resources.text import (
+    NUMBER_WORDS,
+    STOPWORDS,
+    fold,
+    humanize_key,
+    unaccented,
+    without_asides,
+)
 
 FORMS = ("fact", "list", "count", "distribution", "why")
 _STEMMER = Stemmer.Stemmer("english")
@@ -439,22 +447,7 @@ BOUNDS = {
     "no more than": "<=",
 }
 #: Words a count of hires is said in ("more than one person", "over 2 seats").
-_HIRE_NOUNS = frozenset(
-    "person people hire hires head heads headcount seat seats opening openings position "
-    "positions post posts vacancy vacancies fte".split()
-)
-_SMALL_NUMBERS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
+_HIRE_NOUNS = OPENING_NOUNS | {"person", "people", "head", "heads"}
 
 
 def _compared_amount(
@@ -469,7 +462,7 @@ def _compared_amount(
             j = i + len(bound)
             if t[i:j] != bound or j >= len(t):
                 continue
-            amount = int(t[j]) if t[j].isdigit() else _SMALL_NUMBERS.get(t[j])
+            amount = int(t[j]) if t[j].isdigit() else NUMBER_WORDS.get(t[j])
             after = t[j + 1 : j + 3]
             if amount is None or not any(
                 _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS for w in after
@@ -495,13 +488,19 @@ def amount_bound(value: str | None) -> tuple[str, int] | None:
 
 
 def _shared_city(vocabulary: ScopeVocabulary, value: str) -> bool:
-    """Whether another place of the scope has the city of ``value`` in another region."""
-    return any(
-        v != value
-        and same_value_key("location", v) == same_value_key("location", value)
-        and not same_place(v, value)
-        for v in vocabulary.values.get("location", ())
-    )
+    """Whether another place of the scope has the city of ``value`` in another region (the
+    cities that do are found once per vocabulary)."""
+    shared = vocabulary.derived.get("shared_cities")
+    if not isinstance(shared, frozenset):
+        by_city: dict[str, list[str]] = {}
+        for v in vocabulary.values.get("location", ()):
+            by_city.setdefault(same_value_key("location", v), []).append(v)
+        shared = vocabulary.derived["shared_cities"] = frozenset(
+            city
+            for city, places in by_city.items()
+            if any(not same_place(a, b) for a in places for b in places)
+        )
+    return same_value_key("location", value) in shared
 
 
 def _names_key(q: QuestionWords, key: str) -> bool:

@@ -205,6 +205,12 @@ def workplace_of(text: str) -> str | None:
     return None
 
 
+#: The nouns a count of hires is said in ("3 posts", "headcount is now 3", "two openings").
+OPENING_NOUNS = frozenset(
+    "headcount opening openings position positions post posts hire hires seat seats vacancy "
+    "vacancies fte".split()
+)
+
 #: What a number a question asks for may count, for the keys that hold numbers.
 NUMBER_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
     "headcount": (
@@ -438,6 +444,22 @@ def country_of_region(region: str) -> str | None:
     if region in _PROVINCES:
         return "canada"
     return "united states" if region in REGION_CODES.values() else None
+
+
+#: Short names of the countries whose regions :data:`REGION_CODES` knows, as questions write them.
+_COUNTRY_NAMES = {
+    "us": "united states",
+    "usa": "united states",
+    "u s": "united states",
+    "america": "united states",
+}
+
+
+def in_country_of(value: str, place: str) -> bool:
+    """Whether a place written with a region code is in the country ``place`` (folded) names:
+    "Denver, CO" is in the US, "Montréal, QC" in Canada."""
+    region = region_of(value)
+    return region is not None and country_of_region(region) == _COUNTRY_NAMES.get(place, place)
 
 
 _PROVINCES = frozenset(

@@ -21,10 +21,12 @@ from hltm_resources.engines.extractive.exports import (
 )
 from hltm_resources.engines.negation import negated_in_text, superseded_in_text
 from hltm_resources.engines.vocabulary import (
+    CURRENCIES,
     FLAG_WORDS,
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
+    OPENING_NOUNS,
     REASON_CHARS,
     SENIORITY_WORDS,
     TITLE_HEADS,
@@ -391,7 +393,7 @@ _CHANGE = re.compile(
 
 
 _AMOUNT = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
-_HEADS = r"\b(?:headcount|openings?|positions?|posts?|hires?|seats?|vacanc(?:y|ies)|fte)\b"
+_HEADS = r"\b(?:" + "|".join(sorted(OPENING_NOUNS, key=len, reverse=True)) + r")\b"
 #: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "headcount is
 #: now 3".
 _HEADCOUNT = re.compile(
@@ -411,9 +413,10 @@ _HEADCOUNT = re.compile(
     re.I,
 )
 #: A range of pay: "EUR 66,000 - 76,000", "€70k–€80k", "$120,000 to $140,000".
+_CODES = "|".join(CURRENCIES)  # the currency codes of the vocabulary
 _PAY_RANGE = re.compile(
-    r"(?:[€£$]|\b(?:EUR|GBP|USD|CHF|CAD|AUD|SEK|NOK|DKK|PLN)\s?)\d[\d,.]*\s?[kK]?"
-    r"\s*(?:-|\u2013|\u2014|to)\s*(?:[€£$]|(?:EUR|GBP|USD|CHF)\s?)?\d[\d,.]*\s?[kK]?"
+    r"(?:[€£$]|\b(?:" + _CODES + r")\s?)\d[\d,.]*\s?[kK]?"
+    r"\s*(?:-|\u2013|\u2014|to)\s*(?:[€£$]|(?:" + _CODES + r")\s?)?\d[\d,.]*\s?[kK]?"
 )
 
 
