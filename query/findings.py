@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hltm_resources.engines.base import Analysis, Finding
+from hltm_resources.engines.extractive.documents import is_feedback_kind
 from hltm_resources.engines.negation import tokenize
 from hltm_resources.engines.understanding import LEAF_WORDS, stem
 from hltm_resources.engines.vocabulary import (
@@ -37,6 +38,7 @@ from query.verification import (
     LeafFacts,
     Passage,
     ScopeLeaves,
+    about_role,
     evidence_source,
     leaf_values,
     mentions,
@@ -268,6 +270,10 @@ def evidence_findings(
     named = {stem(w) for c in analysis.constraints for w in fold(c.value or "").split()}
     named |= {stem(w) for m in analysis.mentions for w in fold(m).split()}
     own = content - named
+    # A fact of the role asked by its key is read in the role's documents, not in notes on
+    # candidates (as verification reads evidence: :func:`~query.verification.about_role`).
+    key = analysis.asked_key
+    role_fact = analysis.answer_type == "value" and key is not None and about_role(key)
     scored: list[tuple[float, str, Passage]] = []
     unworded: list[tuple[float, str, Passage]] = []
     for node in subjects:
@@ -282,6 +288,8 @@ def evidence_findings(
         for p in facts.passages:
             if required and p.doc_id not in naming:
                 continue  # what the question names (a candidate, "GraphQL") must be there
+            if role_fact and is_feedback_kind(p.kind):
+                continue  # a note on a candidate states no pay of the role ("salary expectations")
             score = _passage_score(p, wanted, cues, content)
             if score > 0:
                 scored.append((score, node, p))

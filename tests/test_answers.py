@@ -454,3 +454,10 @@ def test_a_why_about_a_change_quotes_the_sentence_with_its_cause(handmade4):
     _, memory = handmade4
     r = memory.ask("why did this go from 2 seats to 1?", scope="project:cb-01")
     assert "budget" in r.answer and "project:cb-01" in r.answer
+
+
+def test_a_note_on_a_candidate_states_no_pay_of_the_role(demo):
+    *_, memory = demo
+    # p00002's only mention of salary is a candidate's "salary expectations too high".
+    r = memory.ask("What's the salary range?", scope="project:p00002")
+    assert r.answer.startswith("No salary range is stated")
