@@ -678,7 +678,8 @@ def why_findings(
 #: is closing", "due to ...").
 _CAUSE = re.compile(
     r"\b(?:because|due to|owing to|as a result|after|since|following|given|so|"
-    r"reason|why|freeze|closing|closes|approved|decided|budget|leave|consolidat\w*)\b",
+    r"reason|why|freeze|closing|closes|approved|decided|budget|leave|consolidat\w*|"
+    r"paused|cancel\w*|instead)\b",
     re.I,
 )
 #: A message's headers: who wrote it and when, no cause.
@@ -710,11 +711,14 @@ def cause_findings(
         facts = leaves.facts.get(node)
         if facts is None:
             continue
+        # The words naming the role ("the estates PM role") tell which role, not which of
+        # its notes says why.
+        naming = {stem(w) for w in fold(names.get(node, "")).split()}
         for p in facts.passages:
             said = sentences_of(_HEADERS.sub(" ", p.text))
             for i in range(len(said)):
                 told = " ".join(said[i : i + 2])
-                shared = len(asked & {stem(w) for w in fold(told).split()})
+                shared = len((asked - naming) & {stem(w) for w in fold(told).split()})
                 if shared:
                     cause = bool(_CAUSE.search(told))
                     ranked.append(

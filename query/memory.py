@@ -154,6 +154,9 @@ class Examined:
     groups: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     #: For a one-value key memory holds no value of: the values its passages mention.
     mentioned: list[Finding] = field(default_factory=list)
+    #: The question as the leaves read it, where they tell more than its words (a value no
+    #: leaf it names holds is what it asks about).
+    analysis: Analysis | None = None
 
 
 def _grouped(leaves: list[str], level: str, catalog: dict) -> dict[str, tuple[str, list[str]]]:
@@ -713,7 +716,7 @@ class Memory:
             examined.matches,
             examined.distributions,
             examined.counted,
-            analysis,
+            examined.analysis or analysis,
             examined.findings,
             examined.groups,
             examined.mentioned,
@@ -1005,6 +1008,26 @@ class Memory:
             in_pool = set(pool)
             matches = [m for m in hits if m.node_id in in_pool]
             subjects = [m.node_id for m in matches]
+        if (
+            analysis.form == "fact"
+            and not analysis.asked_key
+            and len(analysis.constraints) > 1
+            and not subjects
+            and not at_leaf
+        ):
+            # "the Bastion analyst roles - remote still?": the role the other values name is
+            # asked about the value it does not hold; its own value of that key answers.
+            in_pool = set(pool)
+            for asked in analysis.constraints:
+                if not one_valued(asked.key):
+                    continue
+                rest = tuple(c for c in analysis.constraints if c != asked)
+                hits = leaves.verify(ParsedQuery("retrieval", rest), schema, vocab.values, names)
+                hits = [m for m in hits if m.node_id in in_pool]
+                if hits:
+                    matches, subjects = hits, [m.node_id for m in hits]
+                    analysis = replace(analysis, asked_key=asked.key, constraints=rest)
+                    break
         if analysis.form == "why" and wanted and not subjects and not at_leaf:
             # "Why did the fraud roles move out of Cork?": the value the question names is
             # the one the role left; its notes name it.
@@ -1013,7 +1036,7 @@ class Memory:
             in_pool = set(pool)
             hits = leaves.verify(query, schema, vocab.values, names)
             subjects = [m.node_id for m in hits if m.node_id in in_pool]
-        out = Examined(matches if (constrained and not at_leaf) else None)
+        out = Examined(matches if (constrained and not at_leaf) else None, analysis=analysis)
         key = analysis.asked_key
         if analysis.form in ("list", "count"):
             if (

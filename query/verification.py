@@ -287,9 +287,33 @@ _COMPARE = {
 
 
 def _within(facts: LeafFacts, key: str, bound: tuple[str, int]) -> bool:
-    """Whether a leaf's number of ``key`` (its first) is within ``bound``."""
+    """Whether a leaf's number of ``key`` (its first) is within ``bound``; for a pay range,
+    its top ("tops out above $150k")."""
+    if key == "salary_range":
+        tops = [r[1] for v in facts.values.get(key, ()) if (r := pay_range(v))]
+        return bool(tops) and _COMPARE[bound[0]](tops[0], bound[1])
     numbers = [int(m.group()) for v in facts.values.get(key, ()) if (m := re.match(r"\d+", v))]
     return bool(numbers) and _COMPARE[bound[0]](numbers[0], bound[1])
+
+
+_SUM = re.compile(r"(\d{1,3}(?:[,.'\u2019 ]\d{3})+|\d+(?:\.\d+)?)\s*([kK])?")
+
+
+def pay_range(value: str) -> tuple[float, float] | None:
+    """The low and the high end of a pay range as written ("USD 160000-180000", "$140-155k",
+    "£34,500–£38,000", "CHF 95'000 - 110'000"); None when it states no two sums."""
+    found = [
+        (float(re.sub(r"[,.'\u2019 ](?=\d{3}\b)", "", m.group(1))), bool(m.group(2)))
+        for m in _SUM.finditer(value)
+    ]
+    if len(found) < 2:
+        return None
+    (low, low_k), (high, high_k) = found[0], found[1]
+    if high_k or (low_k and high < 1000):
+        high *= 1000
+    if low_k or high_k and low < 1000:
+        low *= 1000  # "$140-155k": the k is both ends'
+    return low, high
 
 
 def _places(values: Sequence[str]) -> list[str]:
@@ -317,8 +341,9 @@ def _a_part_of(key: str, value: str, place: str) -> bool:
         return True
     # "Valence, Drôme, France" is in France: a region or country written after the city;
     # "Denver, CO" is in the US (a state's country).
+    # "Boston - Seaport manufacturing site" is at Seaport: a site named after the city.
     parts = re.split(r",|\s[-\u2013\u2014]\s", value)[1:]
-    if any(fold(part) == place for part in parts):
+    if any(fold(part) == place or fold(part).startswith(place + " ") for part in parts):
         return True
     return in_country_of(value, place)
 

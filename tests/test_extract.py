@@ -7,8 +7,13 @@ import pytest
 from hltm_resources.build.evidence import leaf_passages
 from hltm_resources.engines.base import Hints
 from hltm_resources.engines.extractive.agents import ExtractiveAgents
-from hltm_resources.engines.extractive.documents import document_facets, feedback_event, reconcile
-from hltm_resources.engines.vocabulary import canonical_key
+from hltm_resources.engines.extractive.documents import (
+    document_changes,
+    document_facets,
+    feedback_event,
+    reconcile,
+)
+from hltm_resources.engines.vocabulary import canonical_key, same_value_key
 from hltm_resources.models import Document, NodeInfo
 
 
@@ -17,7 +22,7 @@ def doc(text, kind="requisition", doc_id="d1", updated="2026-01-01"):
 
 
 def facets_of(*docs):
-    raw = [f for d in docs for f in document_facets(d)]
+    raw = [f for d in docs for f in (*document_facets(d), *document_changes(d))]
     return {(f.key, f.value) for f in reconcile(raw)}
 
 
@@ -1010,3 +1015,104 @@ def test_a_sentence_led_by_a_few_words_is_prose_and_states_its_change(later, wan
         f"From: A\nTo: B\nSubject: update\n\nHi all,\n{later}\nThanks", "email", "d2", "2026-03-01"
     )
     assert wanted in facets_of(export, email)
+
+
+REQ = doc("Title: Financial Controller\nLocation: Boston, MA\nHeadcount: 2\nHM: Gloria Okafor")
+
+
+def values(facets, key):
+    return {v for k, v in facets if k == key}
+
+
+@pytest.mark.parametrize(
+    "later,key,wanted",
+    [
+        # A change "from X to Y" is a change of the attribute the leaf holds X for.
+        ("The Controller role moves from Boston to Denver, same band.", "location", {"Denver"}),
+        ("The role switched from Boston, MA to Austin, TX last week.", "location", {"Austin, TX"}),
+        # Neither value is the leaf's: nothing is read ("from Finance to Treasury").
+        ("Reporting moved from Finance to Treasury.", "location", {"Boston, MA"}),
+        # A value the role no longer has is no longer stated.
+        ("It is now fully remote, no longer tied to Boston.", "location", set()),
+        # A count of hires a later note gives, however many words name the post.
+        ("We can only fill ONE Financial Reporting Controller post now.", "headcount", {"1"}),
+        ("Please treat headcount as 1 from today.", "headcount", {"1"}),
+        ("New HM: Dr Ana Ruiz takes over from Gloria.", "hiring_manager", {"Dr Ana Ruiz"}),
+    ],
+)
+def test_a_later_note_changes_what_the_leaf_holds_it_for(later, key, wanted):
+    note = doc(later, kind="email", doc_id="d2", updated="2026-02-01")
+    assert values(facets_of(REQ, note), key) == wanted
+
+
+def test_a_date_is_no_count_of_hires():
+    note = doc(
+        "Intake - Controller, HM Gloria Okafor - 6 Feb\nFirst US hire for us.", "brief", "d2"
+    )
+    assert values(facets_of(REQ, note), "headcount") == {"2"}
+
+
+@pytest.mark.parametrize(
+    "text,key,wanted",
+    [
+        ("Brief. HM = Dr Saoirse Madigan. Start 1 July.", "hiring_manager", "Dr Saoirse Madigan"),
+        (
+            'Internally the team calls it "Kittiwake" (the project code name).',
+            "code_name",
+            "Kittiwake",
+        ),
+        ('{"title": "Scientist", "mgr": "Kenji Aramaki, PhD"}', "hiring_manager", "Kenji Aramaki"),
+        (
+            "Please raise a req for a Project Manager, Estates. Based at the Cardiff Bay campus.",
+            "location",
+            "Cardiff Bay",
+        ),
+        ("Please raise a req for a Project Manager, Estates.", "title", "Project Manager"),
+        (
+            '{"title": "Scientist", "comp_lo_usd": 110000, "comp_hi_usd": 128000}',
+            "salary_range",
+            "USD 110000-128000",
+        ),
+        ("Title: Analyst\nGrade: 7\nLocation: Leeds", "seniority", "Grade 7"),
+    ],
+)
+def test_facts_written_in_abbreviations_quotes_and_codes(text, key, wanted):
+    assert wanted in values(facets_of(doc(text)), key)
+
+
+def test_a_grade_is_its_code():
+    assert same_value_key("seniority", "G7") == same_value_key("seniority", "Grade 7")
+    assert same_value_key("seniority", "G7") != same_value_key("seniority", "Grade 6")
+
+
+def test_a_numbered_form_and_its_blanks_are_read_as_fields():
+    form = doc(
+        "ACME - REQUISITION FORM\n[1] Position title: ____QC Analyst II____\n"
+        "[2] Site: Leeds\n[3] Headcount: 3\n[4] Pay range (USD): $78,000 - $92,000"
+    )
+    got = facets_of(form)
+    assert {("title", "QC Analyst II"), ("location", "Leeds"), ("headcount", "3")} <= got
+
+
+def test_an_element_named_by_a_field_keeps_its_name_unless_its_label_names_another():
+    xml = doc(
+        '<job><title>Cloud Engineer</title><location type="remote">United States</location>'
+        '<skill type="required">AWS</skill><skill type="preferred">Go</skill></job>'
+    )
+    got = facets_of(xml)
+    assert {("location", "United States"), ("workplace_type", "remote")} <= got
+    assert {("skill", "AWS"), ("preferred_skill", "Go")} <= got
+
+
+@pytest.mark.parametrize(
+    "chat",
+    [
+        "[10:02] Rania: update - 6 shortlisted, Cardiff only 2\n[10:04] Rania: ok, no swap then\n"
+        "[10:04] Saoirse: correct, keep them separate",
+        "Ewan: Lauren accepted?\nMarcus: yes, £37k, starts 13 May\nEwan: great",
+    ],
+)
+def test_people_taking_turns_in_a_chat_are_no_fields(chat):
+    got = facets_of(doc("Title: Web Developer\nSalary: £34,500–£38,000"), doc(chat, "chat", "d2"))
+    assert values(got, "salary_range") == {"£34,500–£38,000"}
+    assert {k for k, _ in got} <= {"title", "salary_range", "currency"}

@@ -489,6 +489,10 @@ def test_a_code_name_names_its_searches_and_a_key_word_is_no_title_part():
         ("salary band?", "salary_range"),
         ("pay range on the Lisbon backend search?", "salary_range"),
         ("HSE advisor, Hamburg side – what's the euro range?", "salary_range"),
+        # A word or two that say which value, a typed "whats", the name after the role's
+        ("current salary band pls - did it change after round 1?", "salary_range"),
+        ("whats the hiring manager on this", "hiring_manager"),
+        ("the Lisbon backend search - salary band?", "salary_range"),
     ],
 )
 def test_a_question_that_is_the_name_of_what_it_asks(question, asked):
@@ -506,3 +510,34 @@ def test_a_distribution_over_a_key_named_in_two_words():
         "account:a",
     )
     assert (a.form, a.asked_key) == ("distribution", "workplace_type")
+
+
+def test_a_bound_on_pay_is_a_bound_on_the_top_of_the_range_no_name():
+    vocab = ScopeVocabulary({"salary_range": ["$140-155k"], "currency": ["USD", "CHF"]})
+    a = analyze("which of my reqs top out above $150k", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert (a.form, constraints(a), tuple(a.mentions)) == (
+        "list",
+        {"salary_range: above 150000"},
+        (),
+    )
+    b = analyze("searches paying over 90,000 EUR?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert constraints(b) == {"salary_range: over 90000"}
+    c = analyze("which searches hire more than 2 people?", vocab, DEFAULT_SCHEMA, "seat", {}, "s")
+    assert constraints(c) == {"headcount: more than 2"}  # a number of people is no pay
+
+
+def test_a_currency_named_with_its_country_is_no_place():
+    vocab = ScopeVocabulary({"currency": ["USD", "CHF"], "location": ["Basel, Swiss Alps"]})
+    a = analyze(
+        "how many searches are paid in Swiss francs", vocab, DEFAULT_SCHEMA, "seat", {}, "s"
+    )
+    assert constraints(a) == {"currency: CHF"}
+
+
+def test_a_required_skill_asked_apart_from_a_nice_to_have():
+    vocab = ScopeVocabulary({"skill": ["Python"], "preferred_skill": ["Python"]})
+    question = "how many of my searches have Python as a must-have (not nice-to-have)?"
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert constraints(a) == {"skill: Python"}
+    b = analyze("which searches have Python as a nice-to-have?", vocab, DEFAULT_SCHEMA, "seat")
+    assert constraints(b) == {"preferred_skill: Python"}

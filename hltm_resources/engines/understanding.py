@@ -74,7 +74,7 @@ ROLE_NOUNS = LEAF_WORDS | frozenset(
 #: Words that mark a question about what is most common (a distribution).
 DISTRIBUTION_WORDS = re.compile(
     r"\b(most|usually|typically|typical|common|commonest|frequent|frequently|mostly|"
-    r"generally|tend to|top|"
+    r"generally|tend to|top(?! out)|"
     r"preferences?|what kinds?|kinds? of|types? of|how often|on average|overall|main|"
     r"breakdown|distribution|mix of|split of)\b",
     re.I,
@@ -93,6 +93,10 @@ _WH_INSIDE = re.compile(
     re.I | re.S,
 )
 #: "Is there a code name for ...?", "Do we have a hiring manager on ...?": what is there.
+#: Words before an attribute's name that say which of its values ("current salary band").
+_WHICH_ONE = frozenset("current new latest present previous old original final actual".split())
+#: A wh-word and "is" written as one word without the apostrophe ("whats", "wheres").
+_CONTRACTED = re.compile(r"\b(what|where|who|when|how|that|there)s\b", re.I)
 _THERE = re.compile(
     r"^\W*(is there|are there|do we have|do you have|does (?:it|this \w+) have)\b(.*)$",
     re.I | re.S,
@@ -411,7 +415,9 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
     currencies = set(vocabulary.values.get("currency", ()))
     for i, token in enumerate(tokens):
         if CURRENCY_WORDS.get(token) in currencies and token.isalpha():
-            out.append(Mention("currency", CURRENCY_WORDS[token], i, i + 1, "exact"))
+            # "Swiss francs", "US dollars": the country's word is the currency's, no place.
+            start = i - 1 if i and (q.capital[i - 1] or q.upper[i - 1]) else i
+            out.append(Mention("currency", CURRENCY_WORDS[token], start, i + 1, "exact"))
     # A workplace stated in other words ("in the office", "from home").
     known = set(vocabulary.values.get("workplace_type", ()))
     for words, value in WORKPLACE_WORDS.items():
@@ -462,6 +468,9 @@ def _compared_amount(
             j = i + len(bound)
             if t[i:j] != bound or j >= len(t):
                 continue
+            money = _money_after(q, j)
+            if money is not None:  # "top out above $150k": a bound on the pay
+                return MicroQuery("salary_range", f"{words} {money[0]}"), (i, money[1])
             amount = int(t[j]) if t[j].isdigit() else NUMBER_WORDS.get(t[j])
             after = t[j + 1 : j + 3]
             if amount is None or not any(
@@ -473,6 +482,23 @@ def _compared_amount(
             )
             return MicroQuery("headcount", f"{words} {amount}"), (i, j + 2 + noun)
     return None
+
+
+def _money_after(q: QuestionWords, j: int) -> tuple[int, int] | None:
+    """A sum of money written from token ``j`` ("150k", "$150,000", "100 000 EUR"): the
+    amount and the end of its tokens; None for a number that is no sum ("2 hires")."""
+    t = q.tokens
+    m = re.fullmatch(r"(\d+)(k)?", t[j])
+    if m is None:
+        return None
+    amount, end = int(m.group(1)), j + 1
+    if not m.group(2) and end < len(t) and re.fullmatch(r"\d{3}", t[end]):
+        amount, end = amount * 1000 + int(t[end]), end + 1  # "100,000" as written
+    amount *= 1000 if m.group(2) else 1
+    if end < len(t) and t[end] in CURRENCY_WORDS:
+        end += 1  # "100,000 EUR"
+    sign = re.search(r"[$\u20ac\u00a3]\s*$", q.text[: q.text.find(q.raw[j])]) is not None
+    return (amount, end) if amount >= 1000 or sign or m.group(2) else None
 
 
 def amount_bound(value: str | None) -> tuple[str, int] | None:
@@ -704,7 +730,9 @@ def resolve(
     words call for, required by default, then the scope's best-supported value (its order
     in the vocabulary)."""
     rank = {(k, v): i for k, values in vocabulary.values.items() for i, v in enumerate(values)}
-    nice = bool(_NICE.search(question))
+    nice = any(  # "a must-have (not nice-to-have)" asks for the required one
+        not negated_in_text(question, m.start(), m.end()) for m in _NICE.finditer(question)
+    )
 
     def key_rank(key: str) -> int:
         # Only a required and a nice-to-have skill are told apart by the question's words.
@@ -843,12 +871,24 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
             return "list", [fold(named.group(1))], level
         # "salary band?", "pay range on the community manager?", "start date for ...": a
         # question that is the name of what it asks
-        words = fold(question).split()[:3]
-        for n in range(len(words), 0, -1):
-            if "_".join(words[:n]) in KEY_ALIASES or (
-                n > 1 and _singular(words[n - 1]) in _DATE_NOUNS
-            ):
-                return "what", words[:n], None
+        # ("current salary band pls", "new HM?": after a word or two that say which)
+        folded = fold(question).split()
+        skips = 0
+        while skips < 2 and folded[skips : skips + 1] and folded[skips] in _WHICH_ONE:
+            skips += 1
+        for skip in range(skips + 1):
+            words = folded[skip : skip + 3]
+            for n in range(len(words), 0, -1):
+                if "_".join(words[:n]) in KEY_ALIASES or (
+                    n > 1 and _singular(words[n - 1]) in _DATE_NOUNS
+                ):
+                    return "what", words[:n], None
+        # "data steward search in the library - salary band?", "cloud security req - HM?":
+        # the name of what it asks, after the words that say which role
+        tail = re.split(r"\s[-\u2013\u2014]\s|[:;,]\s", question.strip().rstrip("?!. "))
+        words = fold(tail[-1]).split() if len(tail) > 1 else []
+        if 0 < len(words) <= 3 and "_".join(words) in KEY_ALIASES:
+            return "what", words, None
         return "", [], None
     wh = m.group(1).lower()
     if wh.endswith((" number of", " count of")) or wh.startswith(
@@ -915,6 +955,7 @@ def analyze(
     (``above``: "Priya's fraud data scientist" asked of the project) and of the nodes below
     it that a question may name by name (recruiters, teams): a node below narrows the
     answer to its subtree; the scope node and the nodes above are only recognized as such."""
+    question = _CONTRACTED.sub(r"\1's", question)  # "whats the code name": what's
     q = QuestionWords.of(question)
     low = question.lower()
     leaf = schema.leaf.name
@@ -1027,6 +1068,7 @@ def analyze(
     answer_type = "value"
     phrase = ""
     covered = [(m.start, m.end) for m in mentions] + [noun_span, *name_spans]
+    covered += [compared[1]] if compared is not None else []
     names_left = _other_names(question, q, covered)
     # Names that are values of a key the data made up (an export's "owner" field holding a
     # person) are names to find in the evidence, not constraints on the role.

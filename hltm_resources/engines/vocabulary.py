@@ -347,7 +347,13 @@ def canonical_value(key: str, value: str) -> str | None:
         value = without_asides(value).strip() or value  # "Ireland (remote)"
     if key in ("title", "location", "department", "language"):
         return title_case(value)
+    if key == "hiring_manager":
+        return _CREDENTIALS.sub("", value) or value  # "Kenji Aramaki, PhD" is Kenji Aramaki
     return value
+
+
+#: Letters of degrees and titles written after a name (", PhD", ", MD, MBA", ", Ph.D.").
+_CREDENTIALS = re.compile(r"(?:,\s*(?:[A-Z][a-z]?\.?){1,2}[A-Z]\.?)+\s*$")
 
 
 #: Currencies by their codes, signs and names ("k€", "£85-95k", "paid in pounds").
@@ -411,12 +417,15 @@ def same_value_key(key: str, value: str) -> str:
     level" is not "Senior", Backend Engineer is not Frontend Engineer. A qualifier in
     parentheses is not part of the value ("Backend Engineer (Go)", "Berlin (Kreuzberg)"), nor
     is a site word after a city ("Berlin HQ"), a site after a dash ("Rotterdam - Maasstad
-    Hospital") or a facility before the city ("St Aldhelm's Hospital, Manchester")."""
+    Hospital") or a facility before the city ("St Aldhelm's Hospital, Manchester"). A grade
+    is its code ("G7" is "Grade 7")."""
     if key in YES_NO_KEYS and (said := polarity(value)):
         return said  # "Skilled Worker visa available" is a yes
     value = without_asides(value, " ")  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
         return fold(place_name(value))
+    if key == "seniority" and (coded := re.fullmatch(r"([a-z])[a-z]*\s*(\d{1,2})", fold(value))):
+        return coded.group(1) + coded.group(2)  # "G7" is "Grade 7", "L5" is "Level 5"
     return fold(value)
 
 

@@ -23,7 +23,12 @@ from hltm_resources.engines.base import (
     ScopeVocabulary,
 )
 from hltm_resources.engines.extractive import patterns
-from hltm_resources.engines.extractive.documents import document_facets, feedback_event, reconcile
+from hltm_resources.engines.extractive.documents import (
+    document_changes,
+    document_facets,
+    feedback_event,
+    reconcile,
+)
 from hltm_resources.engines.extractive.questions import answer_extractively, parse_question
 from hltm_resources.engines.understanding import parsed_query
 from hltm_resources.engines.vocabulary import (
@@ -112,7 +117,8 @@ class ExtractiveAgents(MemoryAgents):
     # -- leaves --------------------------------------------------------------------------
     def extract_facets(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> list[Facet]:
         self.usage.add(engine_calls=1)
-        raw = [f for doc in sorted(docs, key=lambda d: d.doc_id) for f in document_facets(doc)]
+        ordered = sorted(docs, key=lambda d: d.doc_id)
+        raw = [f for doc in ordered for f in (*document_facets(doc), *document_changes(doc))]
         facets = reconcile(raw, emphasized=hints.facet_names)
         if not facets:
             kinds = sorted({d.kind for d in docs})

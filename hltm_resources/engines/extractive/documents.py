@@ -36,7 +36,9 @@ from hltm_resources.engines.vocabulary import (
     currency_of,
     is_title,
     key_rank,
+    place_name,
     polarity,
+    same_place,
     some_days,
     workplace_of,
 )
@@ -73,13 +75,14 @@ _SUBJECT_VERB = re.compile(
 _TITLE_HEADS = "|".join(sorted(TITLE_HEADS, key=len, reverse=True))
 _TITLE_IN_PROSE = re.compile(
     r"\b(?:hiring(?! manager)|hire|looking for|seeking|recruiting|searching for|search for|"
-    r"need|open(?:ed)? (?:a|an|the) (?:role|position|req) for)\s+"
+    r"need|open(?:ed)? (?:a|an|the) (?:role|position|req) for|"
+    r"(?:raise|open|post)(?:d)? (?:a|an|the) (?:req|requisition|vacancy) for)\s+"
     r"(?:an?\s+|(one|two|three|four|five|\d)\s+)?"
     r"((?:[A-Za-z][\w/&+.-]*\s+){0,4}?(?:" + _TITLE_HEADS + r"))s?\b",
     re.I,
 )
 _LOCATION_IN_PROSE = re.compile(
-    r"\b(?:based (?:in|out of)|located in|office in|offices in|relocate to|on-?site in|"
+    r"\b(?:[Bb]ased (?:in|out of|at(?: the| our)?(?: main)?)|located in|office in|offices in|relocate to|on-?site in|"
     r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in|"
     r"(?:mov\w*|relocat\w*) to(?: the| our)?(?= [A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)? "
     r"(?:office|site|hub|campus|depot|branch)\b))\s+"
@@ -106,13 +109,14 @@ _VISA_IN_PROSE = re.compile(
 _NAME_WORDS = r"([A-Z][\w'\u2019-]+(?:\s+(?:de |van |da |O')?[A-Z][\w'\u2019-]+){1,2})"
 _PERSON_NAME = re.compile(_NAME_WORDS)
 #: The hiring manager named in prose ("Niall Doherty is the hiring manager for ...", "the
-#: hiring manager is Niall Doherty").
+#: hiring manager is Niall Doherty", "HM = Dr Saoirse Madigan").
 _MANAGER_IN_PROSE = re.compile(
     _NAME_WORDS + r"\s*(?:\([^()]{0,60}\)|,[^,.]{0,60},)?\s+(?:is|will be)\s+(?:now\s+)?the\s+"
     r"hiring\s+manager\b"
     r"|" + _NAME_WORDS + r"\s*(?:\([^()]{0,60}\))?\s+(?:is\s+|will\s+)?(?:tak(?:ing|es|e)\s+over|"
     r"step(?:ping|s)?\s+in)\s+as\s+(?:the\s+)?hiring\s+manager\b"
-    r"|\bhiring\s+manager\s+(?:is|will be)\s+(?:now\s+)?" + _NAME_WORDS
+    r"|\b(?:[Hh]iring\s+manager|HM)\s*(?:is|will be|[:=\u2013\u2014]|-\s)\s*(?:now\s+)?"
+    + _NAME_WORDS
 )
 #: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health"), and
 #: greetings ("Hi Priya", "Ciao Chiara"): a name after them is the reader's.
@@ -144,6 +148,10 @@ class RawFacet:
     #: Stated in prose as a change of the role ("Marigold is now hybrid"): it weighs as much
     #: as an export's field, so the later of the two stands.
     changes: bool = False
+    #: For a change written "from X to Y" (key :data:`CHANGED_FROM`), the X: which key the
+    #: Y is a value of is the key the leaf's other documents give X for
+    #: (:func:`resolve_changes`).
+    was: str = ""
 
 
 @dataclass(frozen=True)
@@ -370,6 +378,12 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         if last not in TITLE_HEADS and last not in _COMMON_AFTER_PROJECT:
             out.append(("code_name", name, False))  # "sits under Project Tailwind"
             break
+    else:
+        for sentence in sentences(text):
+            quoted = _QUOTED_NAME.search(sentence) if _CODE_NAME_WORD.search(sentence) else None
+            if quoted:
+                out.append(("code_name", quoted.group(1), False))
+                break
     for sentence in sentences(text):
         changes = bool(_CHANGE.search(sentence))
         out.extend((key, value, changes) for key, value in _amounts(sentence))
@@ -386,25 +400,31 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
 #: Berlin", "no longer remote").
 _CHANGE = re.compile(
     r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:e|ed|es|ing)|agreed|"
-    r"instead|updated?|going forward|from now on|decided|approved|from \S+ to|"
-    r"tak(?:es|ing) over|took over|replac(?:es|ed|ing)|effective)\b",
+    r"instead|updated?|going forward|from now on|from today|as of|decided|approved|from \S+ to|"
+    r"tak(?:e|es|ing) over|took over|replac(?:es|ed|ing)|effective|rais(?:e|ed|es|ing)|"
+    r"increas(?:e|ed|es|ing)|reduc(?:e|ed|es|ing)|revis(?:e|ed|es|ing)|uplift|"
+    r"new (?:\w+ )?(?:range|band|budget|salary|location|office|headcount|manager|HM))\b",
     re.I,
 )
 
 
 _AMOUNT = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
+#: A month after a number makes it a date ("6 Feb"), no count.
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
 _HEADS = r"\b(?:" + "|".join(sorted(OPENING_NOUNS, key=len, reverse=True)) + r")\b"
-#: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "headcount is
-#: now 3".
+#: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "fill ONE
+#: Research Computing Systems Engineer post", "headcount is now 3", "headcount as 1".
 _HEADCOUNT = re.compile(
     r"\bfrom\s+\d+\s+to\s+" + _AMOUNT + r"\b"
     r"|\b"
     + _AMOUNT
-    + r"\s+(?:\w+\s+){0,2}?"
+    + r"[ \t]+(?!of\b|"
+    + _MONTHS
+    + r")(?:\w+[ \t]+){0,4}?"
     + _HEADS
     + r"|"
     + _HEADS
-    + r"\s+(?:\w+\s+){0,3}?(?:of|to|is|at|:)\s+(?:now\s+)?"
+    + r"\s+(?:\w+\s+){0,3}?(?:of|to|is|as|at|:)\s+(?:now\s+)?"
     + _AMOUNT
     + r"\b"
     + r"|\bhiring\s+(?:now\s+)?"
@@ -490,6 +510,10 @@ _CODE_NAME_IN_PROSE = re.compile(
     r"\b(?:code[- ]?named|code[- ]?name(?:\s+is)?:?)\s+([A-Z][A-Za-z]+)\b"
     r"|\b((?:Project|Programme|Program|Operation)\s+[A-Z][A-Za-z]+)\b"
 )
+#: A name quoted in a sentence that speaks of a code name ('calls the programme "Kittiwake"
+#: (project code name)').
+_CODE_NAME_WORD = re.compile(r"\bcode[- ]?names?\b|\bcodenamed?\b", re.I)
+_QUOTED_NAME = re.compile(r"[\"\u201c\u2018']([A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?)[\"\u201d\u2019']")
 #: Words after "Project" that name no project ("Project Manager", "Project Finance").
 _COMMON_AFTER_PROJECT = frozenset(
     "the a an management manager finance lead leader plan planning team budget office "
@@ -534,7 +558,11 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # "Visa: not required (settled status)": the candidate's, not the role's
         # A note on candidates (an offer, a scorecard) restates the role in passing: its
         # fields weigh as prose does, below the role's own export.
-        found.append((key, f.value, not feedback, f.key is not None or key in KEY_ORDER, False))
+        value = f.value
+        label = f.raw_key.split("_")[-1]
+        if key == "seniority" and value.strip().isdigit() and label.isalpha():
+            value = f"{label.capitalize()} {value.strip()}"  # "Grade: 7" states Grade 7
+        found.append((key, value, not feedback, f.key is not None or key in KEY_ORDER, False))
     if not feedback:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
@@ -575,6 +603,96 @@ def document_facets(doc: Document) -> list[RawFacet]:
                     )
                 )
     return out
+
+
+def document_changes(doc: Document) -> list[RawFacet]:
+    """The changes a document states as "from X to Y" ("the role moves from Boston to San
+    Diego"), each under the key :data:`CHANGED_FROM` until the leaf tells which attribute
+    X is a value of (:func:`resolve_changes`, in :func:`reconcile`). A note on candidates
+    states no change of the role."""
+    if _is_feedback(doc):
+        return []
+    return [
+        RawFacet(CHANGED_FROM, new, doc.doc_id, False, doc.updated_at, changes=True, was=old)
+        for old, new in _changed_from(prose_of(doc.text))
+    ]
+
+
+#: The key of a change written "from X to Y" before the leaf tells whose value X is.
+CHANGED_FROM = "_changed_from"
+#: What a change names on either side: a name ("Boston, MA", greedy) or a few plain words
+#: ("on-site", as few as end it).
+_PHRASE = (
+    r"([A-Z][\w'\u2019.-]*(?:,?\s+[A-Z][\w'\u2019.-]*){0,3}"
+    r"|[\w'\u2019.-]+(?:\s+[\w'\u2019.-]+){0,2}?)"
+)
+_FROM_TO = re.compile(
+    r"\b(?:mov\w*|relocat\w*|transfer\w*|shift\w*|chang\w*|switch\w*|go\w*|went)\s+"
+    r"(?:\w+\s+){0,3}?from\s+"
+    + _PHRASE
+    + r"\s+to\s+"
+    + _PHRASE
+    + r"(?=\s*(?:[.,;:!?)]|$)|\s+[a-z])"
+)
+#: A value a role leaves, named after "no longer": "no longer tied to Boston".
+_NO_LONGER = re.compile(
+    r"\bno longer\s+(?:[a-z]+\s+){0,3}?([A-Z][\w'\u2019.-]*(?:\s+[A-Z][\w'\u2019.-]*){0,2})"
+)
+
+
+def _changed_from(text: str) -> list[tuple[str, str]]:
+    """The changes a text states as "from X to Y" ("the role moves from Boston to San
+    Diego", "switched from on-site to hybrid") or as "no longer ... X" (Y empty: "no longer
+    tied to Boston"), whatever attribute they change: which one the leaf's other documents
+    tell (:func:`resolve_changes`)."""
+    out = []
+    for sentence in sentences(text):
+        for m in _FROM_TO.finditer(sentence):
+            if not negated_in_text(sentence, m.start(), m.end()):
+                out.append((m.group(1).strip(" ,."), m.group(2).strip(" ,.")))
+        out += [(m.group(1).strip(" ,."), "") for m in _NO_LONGER.finditer(sentence)]
+    return out
+
+
+def resolve_changes(raw: Sequence[RawFacet]) -> list[RawFacet]:
+    """A leaf's facets with each change "from X to Y" taken as a change of the one
+    single-valued key another of its documents states X for (the location when X is its
+    city), and dropped when none does: a change says what it replaces, so it is read only
+    where the leaf holds what it replaces. A value a later document says the role no longer
+    has is no longer stated."""
+    stated = [f for f in raw if f.key != CHANGED_FROM]
+    out = list(stated)
+    for change in (f for f in raw if f.key == CHANGED_FROM):
+        keys = {
+            f.key
+            for f in stated
+            if f.key not in MULTI_KEYS and not f.listed and _same_value(f.key, f.value, change.was)
+        }
+        if len(keys) != 1:
+            continue
+        key = keys.pop()
+        if not change.value:  # "no longer tied to Boston": what earlier documents said goes
+            out = [
+                f
+                for f in out
+                if not (
+                    f.key == key
+                    and f.updated_at < change.updated_at
+                    and _same_value(key, f.value, change.was)
+                )
+            ]
+            continue
+        value = canonical_value(key, change.value)
+        if value is not None:
+            out.append(replace(change, key=key, value=value, structured=False))
+    return out
+
+
+def _same_value(key: str, value: str, named: str) -> bool:
+    """Whether ``named`` names the value: equal after folding, or the same place."""
+    if key == "location":
+        return same_place(value, named) or fold(place_name(value)) == fold(named)
+    return fold(value) == fold(named) or _bare(key, value) == fold(named)
 
 
 def resolve_by_agreement(raw: Sequence[RawFacet]) -> list[RawFacet]:
@@ -661,7 +779,7 @@ def reconcile(
     document, then the most documents; ties go to the smallest doc id.
     """
     by_key: dict[str, dict[str, list[RawFacet]]] = defaultdict(lambda: defaultdict(list))
-    for f in _split_seniority(resolve_by_agreement(raw)):
+    for f in _split_seniority(resolve_changes(resolve_by_agreement(raw))):
         by_key[f.key][fold(f.value)].append(f)
     facets: list[Facet] = []
     for key in sorted(by_key, key=lambda k: key_rank(k, emphasized)):

@@ -35,6 +35,7 @@ from html.parser import HTMLParser
 from xml.etree import ElementTree
 
 from hltm_resources.engines.vocabulary import (
+    CURRENCIES,
     FEEDBACK_KEYS,
     FLAG_WORDS,
     KEY_ALIASES,
@@ -149,8 +150,11 @@ def _xml_value(element: ElementTree.Element) -> object:
     own = field_key((snake_key(element.tag),)) if text else None
     # An attribute naming what its element's text names is a code of it: <grade
     # band="P3">Senior</grade> is Senior (a place's parts are parts: <site city="Leeds">).
+    # An element named by a field's name is that field, unless its label names another:
+    # <location type="remote">United States</location> is a location (of a remote role),
+    # <skill type="preferred">Python</skill> a preferred skill.
     out: dict[str, object] = {
-        k: v
+        (f"{element.tag}_{k}" if own and _qualifies(k, v) else k): v
         for k, v in element.attrib.items()
         if own is None or snake_key(k) in PLACE_PARTS or field_key((snake_key(k),)) != own
     }
@@ -164,6 +168,19 @@ def _xml_value(element: ElementTree.Element) -> object:
     if text:
         out["value"] = text
     return out
+
+
+def _qualifies(attribute: str, value: str) -> bool:
+    """Whether an attribute labelling an element says something of its value rather than
+    naming the field it is (``type="remote"``, not ``type="preferred"``)."""
+    if snake_key(attribute) not in LABEL_FIELDS:
+        return False
+    word = fold(value)
+    return (
+        field_key((snake_key(value),)) is None
+        or word in WORKPLACE_WORDS
+        or (word in SENIORITY_WORDS)
+    )
 
 
 class _Lines(HTMLParser):
@@ -226,7 +243,14 @@ def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
     """Lines of "Name: sentence" (a chat, minutes, a list of notes on candidates), not of
     "Key: value": most values are sentences (more than six words)."""
     long = sum(len(v.split()) > 6 for _, v in pairs)
-    return long * 2 > len(pairs)
+    if long * 2 > len(pairs):
+        return True
+    # "Ewan: Lauren accepted?" / "Marcus: yes, £37k" / "Ewan: 👍": people taking turns, a
+    # name leading two lines and no line led by a field's name.
+    labels = [snake_key(k) for k, _ in pairs]
+    return len(set(labels)) < len(labels) and all(
+        k not in KEY_ALIASES and field_key((k,)) is None for k in labels
+    )
 
 
 #: A "Key: value" line ("Key = value", "Key :: value", "key ....... value", and "Key — value"
@@ -237,13 +261,17 @@ KV_LINE = re.compile(
     r"(?:\s*(?:::|[:=])|\s*\.{3,}:?|\s+[\u2013\u2014])\s*(.+?)\s*$"
 )
 _HYPHEN_LINE = re.compile(r"^\s*([^\W\d_][\w /().&'\u00ba\u00b0]{0,40}?)\s+-\s+(.+?)\s*$")
-_MARKUP = re.compile(r"\*\*|__|`")
+_MARKUP = re.compile(r"\*\*|(?<!_)__(?!_)|`")
+_ENUMERATOR = re.compile(r"^\s*(?:\[\d{1,2}\]|\(\d{1,2}\)|\d{1,2}[.)])\s+")
 _TABLE_RULE = re.compile(r"^[\s|:+-]+$")
 
 
 def _line_pair(line: str) -> tuple[str, str] | None:
-    """The label and value of one "Key: value" line (see :data:`KV_LINE`), or None."""
-    line = _MARKUP.sub("", line)
+    """The label and value of one "Key: value" line (see :data:`KV_LINE`), or None. A
+    form's item number ("[5] Headcount: 3", "2) Level: II") and the rule a value is written
+    on ("____QC Analyst II____") are no part of either."""
+    line = _ENUMERATOR.sub("", _MARKUP.sub("", line))
+    line = re.sub(r"_{2,}", " ", line)
     m = KV_LINE.match(line)
     if m and m.group(1)[-1:].isdigit() and m.group(2)[:1].isdigit():
         return None  # "Joost van Dam 16:40": a time, not a field
@@ -342,7 +370,10 @@ _CLAUSE_WORDS = frozenset("is are was were be been it this that we you they i ou
 
 
 def _is_label(text: str) -> bool:
-    """A field's name: at most four words, none of them making it a clause."""
+    """A field's name: at most four words, none of them making it a clause, no colon
+    ("[10:04] Rania: ok" leads a line of a chat) and no end of a sentence."""
+    if ":" in text.strip().rstrip(":") or re.search(r"[.!?]\s", text):
+        return False  # "One hire. Hybrid — 3 days ...": a sentence, then another
     if "/" in text:  # "Modalità di lavoro / Work mode": a name in two languages
         return all(_is_label(side) for side in text.split("/") if side.strip())
     words = fold(text).split()
@@ -510,18 +541,24 @@ def _ranges(obj: dict, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str
         if isinstance(value, str) and not re.fullmatch(r"\s*\d[\d,.]*\s*[kK]?\s*", value):
             continue
         *head, last = snake_key(str(key)).split("_")
+        code = ""
+        if head and last.upper() in CURRENCIES:  # "comp_lo_usd": a low end, in dollars
+            code, (*head, last) = last.upper(), head
         end = "low" if last in _LOW else "high" if last in _HIGH else None
         if end:
             numbers["_".join(head)][end] = (key, value)
+            if code:
+                numbers["_".join(head)]["code"] = (key, code)
     out = []
     for head, ends in numbers.items():
-        if len(ends) != 2:
+        if "low" not in ends or "high" not in ends:
             continue
         units = [
             (key, str(value))
             for key, value in obj.items()
             if isinstance(value, str) and snake_key(str(key)).split("_")[-1] in _UNIT
         ]
+        units += [ends["code"]] if "code" in ends and not units else []
         currency = next((v for k, v in units if "period" not in snake_key(str(k))), "")
         period = next((v for k, v in units if v != currency), "")
         amount = f"{ends['low'][1]}-{ends['high'][1]}"
