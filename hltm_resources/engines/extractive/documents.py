@@ -82,7 +82,8 @@ _TITLE_IN_PROSE = re.compile(
     re.I,
 )
 _LOCATION_IN_PROSE = re.compile(
-    r"\b(?:[Bb]ased (?:in|out of|at(?: the| our)?(?: main)?)|located in|office in|offices in|relocate to|on-?site in|"
+    r"\b(?:[Bb]ased (?:in|out of|at(?: the| our)?(?: main)?)|located in|office in|offices in|"
+    r"relocate to|on-?site in|"
     r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in|"
     r"(?:mov\w*|relocat\w*) to(?: the| our)?(?= [A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)? "
     r"(?:office|site|hub|campus|depot|branch)\b))\s+"
