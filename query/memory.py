@@ -979,6 +979,14 @@ class Memory:
             # "Staff or Principal": the leaves holding either option, with the rest.
             either = [[*wanted, MicroQuery(analysis.asked_key, o)] for o in analysis.options]
             wanted = either[0]
+        twice = [c for c in wanted if c.value and one_valued(c.key)]
+        twice = [c for c in twice if sum(o.key == c.key for o in twice) > 1]
+        if twice and len(either) == 1:
+            # "senior-level (L4)", "Grade 7 / G7": a role holds one value of the key, so two
+            # of its values are two names of one, or either of two.
+            rest = [c for c in wanted if c not in twice]
+            either = [[*rest, c] for c in twice]
+            wanted = either[0]
         constrained = bool(wanted or analysis.excluded or analysis.holding)
         if constrained and not at_leaf:
             kept = set(pool)

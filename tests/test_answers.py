@@ -461,3 +461,76 @@ def test_a_note_on_a_candidate_states_no_pay_of_the_role(demo):
     # p00002's only mention of salary is a candidate's "salary expectations too high".
     r = memory.ask("What's the salary range?", scope="project:p00002")
     assert r.answer.startswith("No salary range is stated")
+
+
+# -- a sixth hand's world (development since its first report) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def handmade6(tmp_path_factory):
+    yield from _snapshot_world(tmp_path_factory, "handmade6")
+
+
+@pytest.mark.parametrize(
+    "scope,question,said,node",
+    [
+        # A later note moves the role, changes its count, replaces its manager.
+        (
+            "seat:tu-mo",
+            "estates project manager - which city is it based in now",
+            "Bristol",
+            "mo-05",
+        ),
+        ("seat:cb-ls", "QC Analyst II at Seaport - how many heads now?", "4", "ls-02"),
+        ("project:ls-04", "who is the hiring mgr on this right now", "Luca Bernasconi", "ls-04"),
+        ("project:jw-03", "where is this role based now", "San Diego", "jw-03"),
+        # A yes/no question on a value the role left is answered with the value it holds.
+        ("seat:tu-mo", "the infosec analyst roles (Bastion) - remote still?", "hybrid", "mo-03"),
+        # The name of what is asked after the words naming the role.
+        ("account:calloway", "cloud security engineer req - HM?", "Owen Falkenrath", "dp-05"),
+        (
+            "project:ra-03",
+            "whats the internal code name the PI uses for this",
+            "Kittiwake",
+            "ra-03",
+        ),
+        ("seat:tu-mo", "why did the estates PM role move out of Cardiff?", "paused", "mo-05"),
+    ],
+)
+def test_facts_changed_by_later_notes_are_answered_as_they_stand(
+    handmade6, scope, question, said, node
+):
+    _, memory = handmade6
+    r = memory.ask(question, scope=scope)
+    assert said in r.answer and f"project:{node}" in r.references, r.answer
+
+
+@pytest.mark.parametrize(
+    "scope,question,wanted",
+    [
+        ("seat:cb-dp", "which of my reqs top out above $150k", {"dp-01", "dp-02", "dp-05"}),
+        (
+            "account:calloway",
+            "how many searches are paid in Swiss francs",
+            {"ls-01", "ls-04", "jw-01"},
+        ),
+        (
+            "account:calloway",
+            "which roles are fully remote right now?",
+            {"ls-05", "dp-02", "dp-05", "jw-02"},
+        ),
+    ],
+)
+def test_bounds_on_pay_currencies_and_changed_arrangements_list_exactly(
+    handmade6, scope, question, wanted
+):
+    _, memory = handmade6
+    r = memory.ask(question, scope=scope)
+    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+
+
+def test_two_names_of_one_grade_list_the_roles_holding_either(handmade6):
+    _, memory = handmade6
+    r = memory.ask("which searches are Grade 7 / G7", scope="account:thornbury")
+    assert {"project:ra-01", "project:mo-03"} <= set(r.references), r.answer
+    assert not {"project:mo-01", "project:ra-02"} & set(r.references), r.answer  # Grade 6

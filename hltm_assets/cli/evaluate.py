@@ -147,6 +147,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "handmade4",
             "handmade5",
             "handmade6",
+            "handmade7",
         ],
         help="answers: the world the questions are about (default demo)",
     )
