@@ -1019,6 +1019,7 @@ class Memory:
         if (
             analysis.form == "fact"
             and not analysis.asked_key
+            and analysis.answer_type == "value"
             and len(analysis.constraints) > 1
             and not subjects
             and not at_leaf

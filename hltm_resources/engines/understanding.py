@@ -98,7 +98,7 @@ _WHICH_ONE = frozenset("current new latest present previous old original final a
 #: A wh-word and "is" written as one word without the apostrophe ("whats", "wheres").
 _CONTRACTED = re.compile(r"\b(what|where|who|when|how|that|there)s\b", re.I)
 _THERE = re.compile(
-    r"^\W*(is there|are there|do we have|do you have|does (?:it|this \w+) have)\b(.*)$",
+    r"^\W*(is there|are there|do we have|do you have|does (?:it|this(?: \w+)?) have)\b(.*)$",
     re.I | re.S,
 )
 _WH_WORDS = frozenset(
@@ -1244,6 +1244,14 @@ def analyze(
             # asked about is an option to check, the others say which role.
             options = tuple(c.value or "" for c in named)
             constraints = [c for c in constraints if c.key != asked_key]
+    # "player insights analyst": the words of one value read as a second value of another
+    # key ("Analyst" of "Data Analyst II (Player Insights)") say nothing more.
+    words = {c: set(fold(c.value or "").split()) for c in constraints}
+    constraints = [
+        c
+        for c in constraints
+        if not any(o.key != c.key and words[c] and words[c] < words[o] for o in constraints)
+    ]
     holding: tuple[str, ...] = ()
     if form in ("list", "count") and (having := _HAVING.search(question)):
         # "Which searches have a code name?": the leaves that state one, whatever it is.

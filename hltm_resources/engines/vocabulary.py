@@ -105,7 +105,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
-        "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc"
+        "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc heads"
     ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
@@ -424,6 +424,8 @@ def same_value_key(key: str, value: str) -> str:
     value = without_asides(value, " ")  # "Backend Engineer (Go)" is a Backend Engineer
     if key == "location":
         return fold(place_name(value))
+    if key == "title":  # "Electrical Engineer - Offshore Wind" is an Electrical Engineer
+        value = re.split(r"\s[-\u2013\u2014]\s", value)[0]
     if key == "seniority" and (coded := re.fullmatch(r"([a-z])[a-z]*\s*(\d{1,2})", fold(value))):
         return coded.group(1) + coded.group(2)  # "G7" is "Grade 7", "L5" is "Level 5"
     return fold(value)

@@ -403,6 +403,7 @@ _CHANGE = re.compile(
     r"\b(?:now|no longer|any ?more|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:e|ed|es|ing)|agreed|"
     r"instead|updated?|going forward|from now on|from today|as of|decided|approved|from \S+ to|"
     r"tak(?:e|es|ing) over|took over|replac(?:es|ed|ing)|effective|rais(?:e|ed|es|ing)|"
+    r"drop(?:s|ped|ping)?|"
     r"increas(?:e|ed|es|ing)|reduc(?:e|ed|es|ing)|revis(?:e|ed|es|ing)|uplift|"
     r"new (?:\w+ )?(?:range|band|budget|salary|location|office|headcount|manager|HM))\b",
     re.I,
@@ -413,6 +414,8 @@ _AMOUNT = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 #: A month after a number makes it a date ("6 Feb"), no count.
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
 _HEADS = r"\b(?:" + "|".join(sorted(OPENING_NOUNS, key=len, reverse=True)) + r")\b"
+#: ... and after a number, heads ("drops to 1 head"; "Head of Data" counts nobody).
+_COUNTED = r"\b(?:heads?|" + _HEADS[5:]
 #: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "fill ONE
 #: Research Computing Systems Engineer post", "headcount is now 3", "headcount as 1".
 _HEADCOUNT = re.compile(
@@ -422,7 +425,7 @@ _HEADCOUNT = re.compile(
     + r"[ \t]+(?!of\b|"
     + _MONTHS
     + r")(?:\w+[ \t]+){0,4}?"
-    + _HEADS
+    + _COUNTED
     + r"|"
     + _HEADS
     + r"\s+(?:\w+\s+){0,3}?(?:of|to|is|as|at|:)\s+(?:now\s+)?"
@@ -454,7 +457,7 @@ def _amounts(sentence: str) -> list[tuple[str, str]]:
     alone = bool(pay) and len(pay[-1].group(0)) * 2 >= len(sentence.strip(" -*\u2022."))
     if pay and (alone or _PAY_WORDS.search(sentence)):  # "- CAD 60,000 – 72,000" says pay
         out.append(("salary_range", pay[-1].group(0)))
-    if re.search(_HEADS, sentence, re.I) and (count := list(_HEADCOUNT.finditer(sentence))):
+    if re.search(_COUNTED, sentence, re.I) and (count := list(_HEADCOUNT.finditer(sentence))):
         word = fold(next(g for g in reversed(count[-1].groups()) if g))
         out.append(("headcount", str(NUMBER_WORDS.get(word, word))))
     return out
@@ -794,7 +797,8 @@ def reconcile(
             order.sort(
                 key=lambda g: (
                     any(i.structured or i.changes for i in groups[g]),
-                    max(i.updated_at for i in groups[g]),
+                    # of one date, the value stated as a change ("drops to 1 head")
+                    max((i.updated_at, i.changes) for i in groups[g]),
                     len({i.doc_id for i in groups[g]}),
                 ),
                 reverse=True,
