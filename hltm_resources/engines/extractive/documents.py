@@ -560,6 +560,8 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # a note on a candidate is not read for the role's facts by their form
         if feedback and key in YES_NO_KEYS:
             continue  # "Visa: not required (settled status)": the candidate's, not the role's
+        if feedback and f.key is None and key not in KEY_ORDER:
+            continue  # "Slurm / scheduler ops: 5/5", "Pau Ferrer: too junior": of a candidate
         # A note on candidates (an offer, a scorecard) restates the role in passing: its
         # fields weigh as prose does, below the role's own export.
         value = f.value

@@ -118,7 +118,12 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
         return _typed(list(_json_fields(tree, ()))), True
     lines = [ln for ln in markup_text(text).splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
-    pairs += [("_".join(k), v) for k, v, _ in _ranges(dict(pairs), ())]  # "salary_min=..."
+    ranges = _ranges(dict(pairs), ())  # "salary_min=...", "salary_max=...": one range
+    used_parts = {part for _, _, parts in ranges for part in parts}
+    pairs = [
+        (k, v) for k, v in pairs if k not in used_parts or snake_key(k).split("_")[-1] in _UNIT
+    ]
+    pairs += [("_".join(k), v) for k, v, _ in ranges]
     pairs = [(k, _inline_range(k, v)) for k, v in pairs]
     structured = len(pairs) >= 2 and len(used) * 2 >= len(lines) and not _is_chat(pairs)
     fields = [_named(snake_key(k), field_key((snake_key(k),)), v) for k, v in pairs]
