@@ -1116,3 +1116,38 @@ def test_people_taking_turns_in_a_chat_are_no_fields(chat):
     got = facets_of(doc("Title: Web Developer\nSalary: £34,500–£38,000"), doc(chat, "chat", "d2"))
     assert values(got, "salary_range") == {"£34,500–£38,000"}
     assert {k for k, _ in got} <= {"title", "salary_range", "currency"}
+
+
+def test_openings_counted_per_place_name_the_places():
+    brief = doc(
+        "Intake\nHiring manager: Dr. Ana Ruiz\nPosts: 2 (Leiden x1, Delft x1), on-site", "brief"
+    )
+    got = facets_of(doc('{"title": "Nurse", "site": "Leiden - Rijnland Hospital"}'), brief)
+    assert {"Leiden", "Delft"} <= values(got, "location") and values(got, "headcount") == {"2"}
+
+
+def test_a_count_of_heads_after_a_number_and_a_drop_the_same_day():
+    email = doc(
+        "One of our two design heads moved teams. So the search drops to 1 head.",
+        "email",
+        "d2",
+        "2026-02-01",
+    )
+    assert values(facets_of(REQ, email), "headcount") == {"1"}
+
+
+def test_the_ends_of_a_range_in_a_text_export_are_one_range_not_fields():
+    got = facets_of(doc("Title: Analyst\nsalary_low: 60000\nsalary_high: 70000\ncurrency: EUR"))
+    assert values(got, "salary_range") == {"EUR 60000-70000"}
+    assert not {k for k, _ in got} & {"salary_low", "salary_high"}
+
+
+def test_a_scorecard_rates_a_candidate_not_the_role():
+    card = doc(
+        "SCORECARD | Candidate: Ana Ruiz\nSlurm / scheduler ops: 5/5\nCommunication: 4/5\n"
+        "Recommendation: OFFER",
+        "scorecard",
+        "d2",
+    )
+    got = facets_of(REQ, card)
+    assert {k for k, _ in got} <= {"title", "location", "headcount", "hiring_manager"}, got

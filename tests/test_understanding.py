@@ -541,3 +541,34 @@ def test_a_required_skill_asked_apart_from_a_nice_to_have():
     assert constraints(a) == {"skill: Python"}
     b = analyze("which searches have Python as a nice-to-have?", vocab, DEFAULT_SCHEMA, "seat")
     assert constraints(b) == {"preferred_skill: Python"}
+
+
+@pytest.mark.parametrize(
+    "question,wanted",
+    [
+        ("List the roles where people have to be on site full time.", {"workplace_type: on-site"}),
+        ("which searches are remote every day?", {"workplace_type: remote"}),
+    ],
+)
+def test_an_arrangement_said_with_how_often_is_a_constraint(question, wanted):
+    vocab = ScopeVocabulary({"workplace_type": ["on-site", "remote", "hybrid"]})
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    assert (a.form, constraints(a)) == ("list", wanted)
+
+
+def test_asking_whether_a_role_has_an_attribute_asks_for_it():
+    vocab = ScopeVocabulary({"code_name": ["Selkie"], "headcount": ["2"]})
+    a = analyze("does this have a project code name?", vocab, DEFAULT_SCHEMA, "project", {}, "p")
+    assert a.asked_key == "code_name"
+    b = analyze("Aberdeen search – how many heads now?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    assert b.asked_key == "headcount"
+
+
+def test_a_word_of_one_value_is_not_read_again_as_another():
+    vocab = ScopeVocabulary(
+        {"title": ["Data Analyst II (Player Insights)"], "seniority": ["Analyst", "L3"]}
+    )
+    a = analyze(
+        "player insights analyst: who's HM now?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s"
+    )
+    assert constraints(a) == {"title: Data Analyst II (Player Insights)"}

@@ -795,7 +795,7 @@ ADJECTIVAL_KEYS = frozenset({"workplace_type", "seniority"})
 #: Words after a value that end its phrase (no noun it could modify).
 _FUNCTION_WORDS = frozenset(
     "versus vs plus either both only too also now please right yet still anymore ones "
-    "first instead rather already ever just really usually currently".split()
+    "first instead rather already ever just really usually currently full every most".split()
 )
 
 

@@ -385,9 +385,15 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             if quoted:
                 out.append(("code_name", quoted.group(1), False))
                 break
-    for sentence in sentences(text):
-        changes = bool(_CHANGE.search(sentence))
-        out.extend((key, value, changes) for key, value in _amounts(sentence))
+    amounts = [
+        (key, value, bool(_CHANGE.search(sentence)))
+        for sentence in sentences(text)
+        for key, value in _amounts(sentence)
+    ]
+    for key in ("salary_range", "headcount"):
+        stated = [(value, changes) for k, value, changes in amounts if k == key]
+        if stated:  # "two heads ... moved teams. So it drops to 1 head": the last change
+            out.append(_latest_said(stated, key))
     for m in _SKILLS_IN_PROSE.finditer(text):
         if negated_in_text(text, m.start(1), m.start(1), cue=m.start()):
             continue
@@ -497,7 +503,8 @@ def _asked(text: str, at: int) -> bool:
 
 def _latest_said(stated: list[tuple[str, bool]], key: str) -> tuple[str, str, bool]:
     """Of a document's mentions of one fact, in order, the last one stated as a change
-    ("We'll allow hybrid ... Please change the ad from on-site to hybrid"), else the first."""
+    ("We'll allow hybrid ... Please change the ad from on-site to hybrid"), else the first
+    (a count or a pay range: what the document states, not each figure it passes on)."""
     changed = [value for value, changes in stated if changes]
     return (key, changed[-1], True) if changed else (key, stated[0][0], False)
 
@@ -573,6 +580,11 @@ def document_facets(doc: Document) -> list[RawFacet]:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
     if event and event.rejected and event.reason:
         found.append(("rejection_reason", event.reason, structured, True, False))
+    # Openings counted per place ("Posts: 2 (Rotterdam x1, Utrecht x1)") name the places.
+    for k, v, *flags in list(found):
+        places = _PER_PLACE.findall(v) if k == "headcount" else []
+        if len(places) > 1:
+            found += [("location", ITEM + place, *flags) for place in places]
     # Openings listed per place add up: one in Dublin and one in Amsterdam are two hires.
     counts = [v for k, v, *_ in found if k == "headcount" and v.startswith(ITEM)]
     if len(counts) > 1 and all(v[1:].strip().isdigit() for v in counts):
@@ -622,6 +634,10 @@ def document_changes(doc: Document) -> list[RawFacet]:
         RawFacet(CHANGED_FROM, new, doc.doc_id, False, doc.updated_at, changes=True, was=old)
         for old, new in _changed_from(prose_of(doc.text))
     ]
+
+
+#: A place and the openings there, in a count of hires: "Rotterdam x1", "Utrecht × 2".
+_PER_PLACE = re.compile(r"([A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)?)\s*[x\u00d7]\s*\d")
 
 
 #: The key of a change written "from X to Y" before the leaf tells whose value X is.
