@@ -1151,3 +1151,17 @@ def test_a_scorecard_rates_a_candidate_not_the_role():
     )
     got = facets_of(REQ, card)
     assert {k for k, _ in got} <= {"title", "location", "headcount", "hiring_manager"}, got
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Working fully from home won't be approved.",
+        "Hybrid arrangements won't be approved. Distributed role, no desk needed.",
+        "They can't work from home on this one.",
+    ],
+)
+def test_an_arrangement_that_will_not_be_allowed_is_not_stated(text):
+    export = doc("Title: Nurse\nWorkplace: on-site")
+    note = doc(text, "brief", "d2")  # the same day as the export
+    assert values(facets_of(export, note), "workplace_type") == {"on-site"}

@@ -169,7 +169,7 @@ _OFFICE_WORDS = frozenset(
     "office onsite premises person campus "
     "presencial oficina presentiel bureau sede ufficio presenza buro kantoor".split()
 )
-_NEGATIONS = frozenset("not no never non without".split())
+_NEGATIONS = frozenset("not no never non without cannot t".split())  # "won't" folds to "won t"
 _MIXED_WORDS = frozenset(
     "hybrid blended mixed mix partly partially split hibrido hibrida hybride ibrido hybrid".split()
 )
