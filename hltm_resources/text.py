@@ -26,10 +26,18 @@ def collapse_ws(text: str) -> str:
 
 
 def unaccented(text: str) -> str:
-    """``text`` with its accents stripped ("Zürich" -> "Zurich")."""
+    """``text`` with its accents stripped ("Zürich" -> "Zurich"), and the letters that carry
+    theirs in their shape written plain ("złoty" -> "zloty", "Sørensen" -> "Sorensen")."""
     if text.isascii():  # ASCII has no accents to strip (and normalizes to itself)
         return text
+    text = text.translate(_PLAIN_LETTERS)
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+#: Letters NFKD does not decompose into a base letter and an accent.
+_PLAIN_LETTERS = str.maketrans(
+    {"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ħ": "h", "ı": "i"}
+)
 
 
 @lru_cache(maxsize=200_000)

@@ -572,3 +572,25 @@ def test_a_word_of_one_value_is_not_read_again_as_another():
         "player insights analyst: who's HM now?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s"
     )
     assert constraints(a) == {"title: Data Analyst II (Player Insights)"}
+
+
+def test_how_many_asks_for_a_number_whatever_its_noun_ends_in():
+    vocab = ScopeVocabulary({"hiring_manager": ["Gareth Pryce"], "headcount": ["3"]})
+    a = analyze("How many site managers are we hiring now?", vocab, DEFAULT_SCHEMA, "project")
+    assert (a.answer_type, a.asked_key) == ("number", None)  # the number key, by meaning
+
+
+def test_who_is_recruiting_asks_for_the_recruiters_and_who_manages_for_the_manager():
+    vocab = ScopeVocabulary({"location": ["Madrid, Spain"], "hiring_manager": ["Ana Ruiz"]})
+    a = analyze(
+        "Who on the team is recruiting for roles in Madrid?", vocab, DEFAULT_SCHEMA, "account"
+    )
+    assert (a.form, a.level) == ("list", "seat")
+    b = analyze("Who is hiring manager for the Madrid role?", vocab, DEFAULT_SCHEMA, "account")
+    assert (b.form, b.asked_key) == ("fact", "hiring_manager")
+
+
+def test_a_currency_named_in_its_own_letters():
+    vocab = ScopeVocabulary({"currency": ["PLN", "EUR"]})
+    a = analyze("Which searches pay in złoty?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    assert constraints(a) == {"currency: PLN"}

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 #: Words that negate what is near them ("n't" folds to "t").
-NEGATORS = frozenset("not no never without non nor neither cannot t".split())
+NEGATORS = frozenset("not no never without non nor neither cannot unable t".split())
 #: Words that turn a negator into emphasis ("don't forget X", "not only X").
 NEGATION_CANCELLERS = frozenset("forget only hesitate miss overlook".split())
 #: Words before a mention, and after it, that a negation may sit in.

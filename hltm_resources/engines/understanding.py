@@ -37,6 +37,7 @@ from hltm_resources.engines.vocabulary import (
     KEY_ALIASES,
     KEY_ORDER,
     MULTI_KEYS,
+    NUMBER_DESCRIPTIONS,
     OPENING_NOUNS,
     WORKPLACE_WORDS,
     YES_NO_KEYS,
@@ -123,6 +124,11 @@ _HAVING = re.compile(
 )
 #: Nouns that ask for a date.
 _DATE_NOUNS = frozenset("date day deadline".split())
+#: Words by which a "who" asks for the recruiters ("who on the team is recruiting for ...").
+_RECRUITING = re.compile(
+    r"\b(?:recruit(?:s|ing)|on the team|(?:has|have) (?:\w+ ){0,2}open|is hiring(?! manager))\b",
+    re.I,
+)
 #: Words that rank what follows ("the most common location"): not part of the noun.
 _RANKING = frozenset("most more common commonest frequent usual typical top main popular".split())
 #: Verbs a wh-question may go on with, which end the noun it asks for: regular past forms
@@ -1152,6 +1158,17 @@ def analyze(
         form, level, answer_type = "list", leaf, "nodes"
     elif wh == "where":
         asked_key = "location"
+    elif (
+        wh in ("who", "whom", "whose")
+        and _RECRUITING.search(question)
+        and not at_leaf
+        and (
+            (people := level_of_noun("recruiters", schema))
+            and schema.rank(scope_level) < schema.rank(people)
+        )
+    ):
+        # "Who on the team is recruiting for roles in Madrid?": the recruiters, listed.
+        form, level, answer_type = "list", people, "nodes"
     elif wh in ("who", "whom", "whose"):
         answer_type = "person"
     elif wh == "when":
@@ -1172,6 +1189,10 @@ def analyze(
             if k not in taken
         ]
         asked_key = worded[0] if worded else None
+    if form == "fact" and wh in ("how many", "how much") and asked_key not in NUMBER_DESCRIPTIONS:
+        # "How many site managers are we hiring?": a number, of the key that holds it (read
+        # by meaning), not the manager the noun's last word names.
+        asked_key, answer_type = None, "number"
     if form == "fact":
         if asked_key is None and named and noun_level is None:
             phrase = " ".join(named)

@@ -63,7 +63,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "workplace_type": (
         "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
         "work_mode location_type arrangement onsite_remote remote_status remote_type "
-        "posting_workplace_type"
+        "posting_workplace_type work_pattern working_pattern"
     ).split(),
     "skill": (
         "skill skills required_skills must_have_skills must_haves must_have requirements "
@@ -365,7 +365,7 @@ CURRENCIES = {
     "SEK": ("sek", "kronor"),
     "NOK": ("nok",),
     "DKK": ("dkk",),
-    "PLN": ("pln", "zloty"),
+    "PLN": ("pln", "zloty", "zlotys", "zl"),
     "CAD": ("cad", "c$"),
     "AUD": ("aud", "a$"),
     "INR": ("inr", "rupees", "₹"),

@@ -83,7 +83,7 @@ _TITLE_IN_PROSE = re.compile(
 )
 _LOCATION_IN_PROSE = re.compile(
     r"\b(?:[Bb]ased (?:in|out of|at(?: the| our)?(?: main)?)|located in|office in|offices in|"
-    r"relocate to|on-?site in|"
+    r"relocate to|on-?site in|will (?:now )?(?:sit|work) (?:in|from)|"
     r"hybrid (?:from|in)|work(?:ing)? from our|in our|position is in|role is in|job is in|"
     r"(?:mov\w*|relocat\w*) to(?: the| our)?(?= [A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)? "
     r"(?:office|site|hub|campus|depot|branch)\b))\s+"
@@ -497,8 +497,31 @@ def _unstated(text: str, start: int, end: int) -> bool:
 
 def _asked(text: str, at: int) -> bool:
     """Whether the sentence around ``at`` is a question."""
-    ends = [e for e in (text.find(c, at) for c in ".!?\n") if e >= 0]
-    return bool(ends) and text[min(ends)] == "?"
+    start, end = _sentence_around(text, at)
+    return text[end : end + 1] == "?"
+
+
+def _sentence_around(text: str, at: int) -> tuple[int, int]:
+    """Where the sentence around ``at`` starts and ends (at its mark, or the end of its
+    line). A line of prose wrapped at a width goes on on the next line ("... will be the
+    hiring manager for the Senior Credit Risk\nModeller from now on."): only a short line
+    (a heading, a label, an item) ends where it breaks."""
+
+    def breaks(i: int) -> bool:
+        if text[i] in ".!?":
+            return True
+        if text[i] != "\n":
+            return False
+        line_start = text.rfind("\n", 0, i) + 1
+        return i - line_start < _WRAPPED or text[i + 1 : i + 2] in ("\n", "")
+
+    start = next((i + 1 for i in range(at - 1, -1, -1) if breaks(i)), 0)
+    end = next((i for i in range(at, len(text)) if breaks(i)), len(text))
+    return start, end
+
+
+#: A line at least this long is prose wrapped at a width, not a line of its own.
+_WRAPPED = 60
 
 
 def _latest_said(stated: list[tuple[str, bool]], key: str) -> tuple[str, str, bool]:
@@ -511,9 +534,8 @@ def _latest_said(stated: list[tuple[str, bool]], key: str) -> tuple[str, str, bo
 
 def _as_change(text: str, at: int) -> bool:
     """Whether the sentence around ``at`` states a change."""
-    start = max(text.rfind(c, 0, at) for c in ".!?\n") + 1
-    ends = [e for e in (text.find(c, at) for c in ".!?\n") if e >= 0]
-    return bool(_CHANGE.search(text[start : min(ends) if ends else len(text)]))
+    start, end = _sentence_around(text, at)
+    return bool(_CHANGE.search(text[start:end]))
 
 
 #: A code name in prose: "Project Heron", "the programme Project Kestrel", "codenamed Atlas".
@@ -642,15 +664,16 @@ _PER_PLACE = re.compile(r"([A-Z][\w'\u2019.-]*(?: [A-Z][\w'\u2019.-]*)?)\s*[x\u0
 
 #: The key of a change written "from X to Y" before the leaf tells whose value X is.
 CHANGED_FROM = "_changed_from"
-#: What a change names on either side: a name ("Boston, MA", greedy) or a few plain words
-#: ("on-site", as few as end it).
+#: What a change names on either side: a name ("Boston, MA") or a few plain words ("fully
+#: on-site"), as many as end before a mark or another word.
 _PHRASE = (
     r"([A-Z][\w'\u2019.-]*(?:,?\s+[A-Z][\w'\u2019.-]*){0,3}"
-    r"|[\w'\u2019.-]+(?:\s+[\w'\u2019.-]+){0,2}?)"
+    r"|[\w'\u2019.-]+(?:\s+[\w'\u2019.-]+){0,2})"
 )
 _FROM_TO = re.compile(
-    r"\b(?:mov\w*|relocat\w*|transfer\w*|shift\w*|chang\w*|switch\w*|go\w*|went)\s+"
-    r"(?:\w+\s+){0,3}?from\s+"
+    r"\b(?:mov\w*|relocat\w*|transfer\w*|shift\w*|chang\w*|switch\w*|go\w*|went|cut\w*|"
+    r"reduc\w*|rais\w*|increas\w*|drop\w*|lower\w*|bump\w*)\s+"
+    r"(?:\w+\s+){0,5}?from\s+"
     + _PHRASE
     + r"\s+to\s+"
     + _PHRASE
