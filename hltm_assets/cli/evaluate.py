@@ -148,6 +148,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "handmade5",
             "handmade6",
             "handmade7",
+            "handmade8",
         ],
         help="answers: the world the questions are about (default demo)",
     )
