@@ -311,7 +311,7 @@ def pay_range(value: str) -> tuple[float, float] | None:
     (low, low_k), (high, high_k) = found[0], found[1]
     if high_k or (low_k and high < 1000):
         high *= 1000
-    if low_k or high_k and low < 1000:
+    if low_k or (high_k and low < 1000):
         low *= 1000  # "$140-155k": the k is both ends'
     return low, high
 

@@ -419,9 +419,15 @@ _CHANGE = re.compile(
 _AMOUNT = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 #: A month after a number makes it a date ("6 Feb"), no count.
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
-_HEADS = r"\b(?:" + "|".join(sorted(OPENING_NOUNS, key=len, reverse=True)) + r")\b"
+
+
+def _nouns(words: frozenset[str]) -> str:
+    return r"\b(?:" + "|".join(sorted(words, key=len, reverse=True)) + r")\b"
+
+
+_HEADS = _nouns(OPENING_NOUNS)
 #: ... and after a number, heads ("drops to 1 head"; "Head of Data" counts nobody).
-_COUNTED = r"\b(?:heads?|" + _HEADS[5:]
+_COUNTED = _nouns(OPENING_NOUNS | {"head", "heads"})
 #: A count of hires in a sentence that names one: "from 2 to 3", "3 posts", "fill ONE
 #: Research Computing Systems Engineer post", "headcount is now 3", "headcount as 1".
 _HEADCOUNT = re.compile(
