@@ -1038,6 +1038,19 @@ def values(facets, key):
         ("We can only fill ONE Financial Reporting Controller post now.", "headcount", {"1"}),
         ("Please treat headcount as 1 from today.", "headcount", {"1"}),
         ("New HM: Dr Ana Ruiz takes over from Gloria.", "hiring_manager", {"Dr Ana Ruiz"}),
+        # A line of prose wrapped at a width goes on: the change is in its sentence.
+        (
+            "I'm going on extended leave from next week, so Elena Sarasola will be the hiring\n"
+            "manager for the Senior Financial Controller search from now on, as agreed with HR.",
+            "hiring_manager",
+            {"Elena Sarasola"},
+        ),
+        ("Please cut the graduate financial controller intake from 2 to 1.", "headcount", {"1"}),
+        (
+            "The board approved it: the Controller will sit in Denver, not Boston.",
+            "location",
+            {"Denver"},
+        ),
     ],
 )
 def test_a_later_note_changes_what_the_leaf_holds_it_for(later, key, wanted):
@@ -1165,29 +1178,6 @@ def test_an_arrangement_that_will_not_be_allowed_is_not_stated(text):
     export = doc("Title: Nurse\nWorkplace: on-site")
     note = doc(text, "brief", "d2")  # the same day as the export
     assert values(facets_of(export, note), "workplace_type") == {"on-site"}
-
-
-@pytest.mark.parametrize(
-    "later,key,wanted",
-    [
-        # A line of prose wrapped at a width goes on: the change is in its sentence.
-        (
-            "I'm going on extended leave from next week, so Elena Sarasola will be the hiring\n"
-            "manager for the Senior Financial Controller search from now on, as agreed with HR.",
-            "hiring_manager",
-            {"Elena Sarasola"},
-        ),
-        ("Please cut the graduate financial controller intake from 2 to 1.", "headcount", {"1"}),
-        (
-            "The board approved it: the Controller will sit in Denver, not Boston.",
-            "location",
-            {"Denver"},
-        ),
-    ],
-)
-def test_changes_in_wrapped_prose_and_in_other_words(later, key, wanted):
-    note = doc(later, kind="email", doc_id="d2", updated="2026-02-01")
-    assert values(facets_of(REQ, note), key) == wanted
 
 
 def test_unable_to_offer_sponsorship_is_no():
