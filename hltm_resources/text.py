@@ -37,6 +37,7 @@ def unaccented(text: str) -> str:
 #: Letters NFKD does not decompose into a base letter and an accent.
 _PLAIN_LETTERS = str.maketrans(
     {"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ħ": "h", "ı": "i"}
+    | {"æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ß": "ss", "þ": "th", "Þ": "Th", "ð": "d"}
 )
 
 
@@ -217,6 +218,7 @@ def near_spelling(a: str, b: str) -> bool:
 #: Numbers written as words, as notes and answers write small ones.
 NUMBER_WORDS = {
     "one": 1,
+    "single": 1,
     "two": 2,
     "three": 3,
     "four": 4,

@@ -43,6 +43,7 @@ from hltm_resources.engines.vocabulary import (
     YES_NO_KEYS,
     in_country_of,
     names_a_site,
+    person_of,
     same_value_key,
 )
 from hltm_resources.schema import TreeSchema
@@ -354,7 +355,9 @@ PERSON_KEYS = frozenset({"hiring_manager", "recruiter", "candidate"})
 
 def _names_person(value: str, named: str) -> bool:
     """Whether ``value`` is one person's name holding every word of ``named`` ("Davide
-    Ferrante" for "Davide"; a list of a panel is no one person)."""
+    Ferrante" for "Davide", and "Maja Ek, Cabin Services Manager" for "Maja Ek"; a list
+    of a panel is no one person)."""
+    value = person_of(value)
     words = fold(without_asides(value)).split()
     return "," not in value and len(words) <= 4 and set(named.split()) <= set(words)
 

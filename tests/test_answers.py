@@ -534,3 +534,68 @@ def test_two_names_of_one_grade_list_the_roles_holding_either(handmade6):
     r = memory.ask("which searches are Grade 7 / G7", scope="account:thornbury")
     assert {"project:ra-01", "project:mo-03"} <= set(r.references), r.answer
     assert not {"project:mo-01", "project:ra-02"} & set(r.references), r.answer  # Grade 6
+
+
+# -- an eighth hand's world (development since its first report) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def handmade8(tmp_path_factory):
+    yield from _snapshot_world(tmp_path_factory, "handmade8")
+
+
+@pytest.mark.parametrize(
+    "scope,question,wanted",
+    [
+        # Countries: "Stockholm, SE", "Oslo Gardermoen, Norge", "Madrid, España", "Roma, Italia"
+        ("seat:nv-s1", "Which of my searches are based outside Sweden?", {"nv-03", "nv-05"}),
+        ("seat:mh-s1", "How many searches does Giulia have running in Spain?", {"mh-04", "mh-05"}),
+        ("account:nordvind", "which jobs are paid in Danish kroner?", {"nv-09", "nv-14"}),
+    ],
+)
+def test_countries_and_currencies_named_in_other_words_list_exactly(
+    handmade8, scope, question, wanted
+):
+    _, memory = handmade8
+    r = memory.ask(question, scope=scope)
+    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+
+
+def test_recruiters_of_a_country_include_a_city_written_in_its_own_language(handmade8):
+    _, memory = handmade8
+    r = memory.ask("Which recruiters are working on roles based in Italy?", "account:meridiana")
+    assert set(r.references) == {"seat:mh-s1", "seat:mh-s2"}, r.answer  # "Roma, Italia"
+
+
+@pytest.mark.parametrize(
+    "scope,question,said,node",
+    [
+        # "moves from Copenhagen to Billund (BLL)": a change, whatever follows the new value
+        ("seat:nv-s3", "Where is the station manager going to be based?", "Billund", "nv-14"),
+        # "we're making both security engineer roles fully remote"
+        ("project:mh-07", "is this role hybrid or remote now?", "remote", "mh-07"),
+        # a forwarded request's quoted "> Antall: 4" lines are the request
+        ("seat:nv-s1", "how many cabin managers are we hiring in Oslo?", "4", "nv-03"),
+        # an offer's one sum is no band: the band stays the requisition's range
+        ("seat:nv-s3", "What's the salary band for the senior RM analyst?", "55,000", "nv-12"),
+        # "known internally as "Gaivota"", asked with a city written as Lisboa
+        ("account:meridiana", "What is the code name of the Lisbon GM search?", "Gaivota", "mh-01"),
+    ],
+)
+def test_facts_of_forwarded_translated_and_changed_documents(
+    handmade8, scope, question, said, node
+):
+    _, memory = handmade8
+    r = memory.ask(question, scope=scope)
+    assert said in r.answer and f"project:{node}" in r.references, r.answer
+
+
+def test_one_fact_question_with_a_word_no_role_meets_answers_from_the_closest_role(handmade8):
+    _, memory = handmade8
+    # The ARN avionics search is written "Stockholm, Sweden": "at Arlanda" is met by no
+    # role with the rest; the role that meets all the other words answers.
+    r = memory.ask(
+        "What is the salary of the B2 avionics engineer search that Lena Holm manages at Arlanda?",
+        scope="seat:nv-s2",
+    )
+    assert "project:nv-07" in r.references, r.answer

@@ -1183,3 +1183,85 @@ def test_an_arrangement_that_will_not_be_allowed_is_not_stated(text):
 def test_unable_to_offer_sponsorship_is_no():
     ad = doc("We are hiring a Site Engineer in Dublin. We are unable to offer visa sponsorship.")
     assert values(facets_of(ad), "visa_sponsorship") == {"no"}
+
+
+def test_a_form_labelled_in_another_language_only_states_its_fields():
+    text = (
+        "Stilling: Kabinsjef\nSted: Bergen, Norge\nAntall: 3\nLønn: NOK 40 000–46 000\nNivå: Senior"
+    )
+    assert {("location", "Bergen, Norge"), ("headcount", "3"), ("seniority", "Senior")} <= (
+        facets_of(doc(text))
+    )
+
+
+def test_a_forwarded_request_states_what_it_quotes_a_reply_does_not():
+    quoted = "> Position: Dispatcher\n> Location: Tromsø\n> Openings: 2\n"
+    forwarded = "---------- Forwarded message ---------\nFrom: A\n\nCan you take this?\n\n"
+    assert ("location", "Tromsø") in facets_of(doc(forwarded + quoted, kind="email"))
+    reply = "Thanks, will do.\n\nOn Mon, 3 Feb 2025, A wrote:\n" + quoted
+    assert ("location", "Tromsø") not in facets_of(doc(reply, kind="email"))
+
+
+@pytest.mark.parametrize(
+    "label,value,fact",
+    [
+        ("Base", "Bergen Flesland (BGO), Norway", ("location", "Bergen Flesland, Norway")),
+        ("Base", "NOK 600,000-650,000", ("salary_range", "NOK 600,000-650,000")),
+        ("City / Country", "Lyon, France", ("location", "Lyon, France")),
+        ("Workplace", "På plats / On-site (shift-based)", ("workplace_type", "on-site")),
+        ("salary_eur_year", "48,000 - 55,000", ("currency", "EUR")),
+        ("sponsor", "N", ("visa_sponsorship", "no")),
+    ],
+)
+def test_labels_and_values_read_by_what_they_hold(label, value, fact):
+    text = f"Title: Ramp Agent\n{label}: {value}\nHeadcount: 2"
+    found = facets_of(doc(text))
+    key, said = fact
+    assert any(k == key and same_value_key(k, v) == same_value_key(k, said) for k, v in found), (
+        found
+    )
+
+
+def test_a_change_to_a_new_place_with_its_code_after_it_is_a_change():
+    req = doc(
+        "Title: Station Manager\nLocation: Aalborg, Denmark", doc_id="d1", updated="2025-01-01"
+    )
+    note = doc(
+        "The role moves from Aalborg to Billund (BLL). Nothing else changes.",
+        kind="email",
+        doc_id="d2",
+        updated="2025-02-01",
+    )
+    assert ("location", "Billund") in facets_of(req, note)
+
+
+def test_making_a_role_remote_is_a_change_of_its_arrangement():
+    req = doc("Title: Security Engineer\nWorkplace: hybrid", doc_id="d1", updated="2025-01-01")
+    note = doc(
+        "No one local accepted, so we're making the role fully remote across the EU.",
+        kind="email",
+        doc_id="d2",
+        updated="2025-02-01",
+    )
+    assert ("workplace_type", "remote") in facets_of(req, note)
+
+
+def test_an_offer_of_one_sum_leaves_the_band_of_the_role():
+    req = doc("Senior Analyst in Oslo. Salary is NOK 50,000–58,000 per month.", kind="brief")
+    offer = doc("Offer to A. Candidate\nMonthly salary: NOK 55,500", kind="offer", doc_id="d2",
+                updated="2026-02-01")  # fmt: skip
+    assert ("salary_range", "NOK 50,000–58,000") in facets_of(req, offer)
+
+
+def test_a_name_said_internally_in_quotes_is_the_code_name():
+    note = doc('The new clinic is known internally as "Heron"; keep it out of ads.', kind="brief")
+    assert ("code_name", "Heron") in facets_of(note)
+
+
+def test_a_manager_is_the_same_person_with_or_without_their_position():
+    assert same_value_key("hiring_manager", "Maja Lund, Cabin Services Manager") == same_value_key(
+        "hiring_manager", "Maja Lund"
+    )
+    assert same_value_key("hiring_manager", "Ana Ruiz, Bo Lee") != same_value_key(
+        "hiring_manager", "Ana Ruiz"
+    )

@@ -594,3 +594,21 @@ def test_a_currency_named_in_its_own_letters():
     vocab = ScopeVocabulary({"currency": ["PLN", "EUR"]})
     a = analyze("Which searches pay in złoty?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
     assert constraints(a) == {"currency: PLN"}
+
+
+def test_a_country_the_scope_has_places_in_is_a_constraint_and_outside_excludes_it():
+    vocab = ScopeVocabulary({"location": ["Stockholm, SE", "Oslo Gardermoen, Norge", "Roma"]})
+    a = analyze(
+        "Which searches are based outside Sweden?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s"
+    )
+    assert [f"{m.key}: {m.value}" for m in a.excluded] == ["location: Sweden"]
+    a = analyze("Which roles are in Italy?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert constraints(a) == {"location: Italy"}
+
+
+def test_a_currency_named_by_its_country_and_name():
+    vocab = ScopeVocabulary({"currency": ["DKK", "NOK", "SEK"]})
+    a = analyze(
+        "Which jobs pay in Danish kroner?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a"
+    )
+    assert constraints(a) == {"currency: DKK"}

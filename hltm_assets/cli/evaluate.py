@@ -149,6 +149,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "handmade6",
             "handmade7",
             "handmade8",
+            "handmade9",
         ],
         help="answers: the world the questions are about (default demo)",
     )

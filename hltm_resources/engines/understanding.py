@@ -41,12 +41,14 @@ from hltm_resources.engines.vocabulary import (
     OPENING_NOUNS,
     WORKPLACE_WORDS,
     YES_NO_KEYS,
+    country_of_place,
     is_title,
     place_name,
     region_of,
     same_place,
     same_value_key,
 )
+from hltm_resources.places import city_name, country_code, country_name
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import (
     NUMBER_WORDS,
@@ -320,7 +322,7 @@ class ValueIndex:
                     continue
                 n = len(self.entries)
                 self.entries.append((key, value, words))
-                for w in words:
+                for w in (*words, *_city_words(key, value)):
                     self.by_stem.setdefault(stem(w)[:6], []).append(n)
                 for i in range(len(words)):
                     for j in range(i + 2, min(len(words), i + 5) + 1):
@@ -337,6 +339,16 @@ class ValueIndex:
             if q.upper[i]:
                 found.update(self.by_initials.get(t, ()))
         return sorted(found)
+
+
+def _city_words(key: str, value: str) -> tuple[str, ...]:
+    """A place's city by its name in English, when the value writes it in another language
+    ("rome" of "Roma, Italia"): a question names it either way."""
+    if key != "location":
+        return ()
+    name = city_name(place_name(value))
+    words = tuple(fold(name).split()) if name else ()
+    return words if words != tuple(fold(place_name(value)).split()) else ()
 
 
 def value_index(vocabulary: ScopeVocabulary) -> ValueIndex:
@@ -370,6 +382,8 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
         bare = tuple(fold(without_asides(value)).split())
         if bare and bare not in forms:
             forms.append(bare)  # "Senior Staff" of "Senior Staff (L7)"
+        if city := _city_words(key, value):
+            forms.append(city)  # "Rome" for "Roma, Italia"
         if key == "location" and (region := region_of(value)) and region != fold(value):
             # "Portland, OR" named "Portland, Oregon": its region written out
             forms.append((*head, *region.split()))
@@ -420,10 +434,22 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
     # A currency by its name or code ("paid in pounds", "in euros", "GBP").
     currencies = set(vocabulary.values.get("currency", ()))
     for i, token in enumerate(tokens):
-        if CURRENCY_WORDS.get(token) in currencies and token.isalpha():
+        named = " ".join(tokens[i - 1 : i + 1]) if i else ""
+        if CURRENCY_WORDS.get(named) in currencies:  # "Danish kroner"
+            out.append(Mention("currency", CURRENCY_WORDS[named], i - 1, i + 1, "exact"))
+        elif CURRENCY_WORDS.get(token) in currencies and token.isalpha():
             # "Swiss francs", "US dollars": the country's word is the currency's, no place.
             start = i - 1 if i and (q.capital[i - 1] or q.upper[i - 1]) else i
             out.append(Mention("currency", CURRENCY_WORDS[token], start, i + 1, "exact"))
+    # A country the scope's places are in ("based outside Sweden", "roles in Italy" where
+    # the documents write "Roma, Italia" and "Stockholm, SE"), written with its capital.
+    countries = {country_of_place(v) for v in vocabulary.values.get("location", ())}
+    for i in range(len(tokens)):
+        for j in range(min(len(tokens), i + 3), i, -1):
+            code = country_code(" ".join(tokens[i:j])) if q.capital[i] or q.upper[i] else None
+            if code and code in countries and (name := country_name(code)):
+                out.append(Mention("location", name, i, j, "exact"))
+                break
     # A workplace stated in other words ("in the office", "from home").
     known = set(vocabulary.values.get("workplace_type", ()))
     for words, value in WORKPLACE_WORDS.items():
@@ -593,7 +619,8 @@ def _runs(q: QuestionWords, key: str, value: str, form: tuple[str, ...]) -> list
 
 
 _EXCLUDING = frozenset(
-    "not no except excluding without besides non dont doesnt isnt arent didnt cant never".split()
+    "not no except excluding without besides non dont doesnt isnt arent didnt cant never "
+    "outside".split()
 )
 
 

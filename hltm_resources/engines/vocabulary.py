@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from hltm_resources.places import city_name, country_code, country_name, country_of_city
 from hltm_resources.text import (
     clean_value,
     fold,
@@ -58,7 +59,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "location": (
         "location job_location work_location office office_location city primary_location "
-        "locations based_in site work_site hiring_location geo depot where"
+        "locations based_in site work_site hiring_location geo depot where city_country "
+        "city_state country_city"
     ).split(),
     "workplace_type": (
         "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
@@ -112,7 +114,68 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "stage": "stage interview_stage round".split(),
     "reason": "reason reasons notes_reason".split(),
 }
-KEY_ALIASES: dict[str, str] = {alias: key for key, aliases in ALIASES.items() for alias in aliases}
+#: The labels of the same fields in other European languages (Danish, Dutch, Finnish, French,
+#: German, Italian, Norwegian, Polish, Portuguese, Spanish, Swedish), folded: a form written
+#: in one language only ("Sted: Oslo", "Lønn: NOK 41 000", "Modalità: ibrido").
+LABELS_IN_OTHER_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "title": (
+        "stilling stillingsbetegnelse stillingstittel tjanstetitel befattning titel jobtitel "
+        "stellenbezeichnung berufsbezeichnung poste intitule_du_poste puesto cargo posizione "
+        "ruolo functie functietitel stanowisko nimike tehtava"
+    ).split(),
+    "seniority": "niva niveau nivel livello senioritet erfaringsniveau poziom taso".split(),
+    "location": (
+        "sted arbeidssted arbejdssted plats arbetsort ort arbeitsort standort dienstort lieu "
+        "lieu_de_travail ubicacion localizacion localidad sede luogo sede_di_lavoro locatie "
+        "standplaats lokalizacja miejsce_pracy localizacao local_de_trabalho sijainti "
+        "paikkakunta lokation"
+    ).split(),
+    "workplace_type": (
+        "arbeidsform arbejdsform arbetsform oppmote arbeitsmodell arbeitsort_modell "
+        "modalite modalite_de_travail modalidad modalidad_de_trabajo modalita "
+        "modalita_di_lavoro modalidade werkvorm werkplek tryb_pracy tyoskentelymalli"
+    ).split(),
+    "headcount": (
+        "antall antal antall_stillinger antal_stillinger antal_tjanster anzahl "
+        "anzahl_stellen nombre_de_postes postes vacantes plazas numero_de_plazas posti "
+        "numero_posti aantal aantal_vacatures liczba_etatow vagas lukumaara"
+    ).split(),
+    "salary_range": (
+        "lonn lon loen lonnsspenn lonespann gehalt lohn gehaltsband salaire remuneration "
+        "salario sueldo banda_salarial retribuzione stipendio ral salaris wynagrodzenie "
+        "remuneracao palkka"
+    ).split(),
+    "skill": (
+        "krav kompetanse kompetencer kompetenser kvalifikationer anforderungen kenntnisse "
+        "exigences competences requisitos competencias requisiti competenze vereisten "
+        "wymagania vaatimukset"
+    ).split(),
+    "visa_sponsorship": (
+        "visum visumsponsorering visumsponsing arbeitserlaubnis visumsponsoring visado "
+        "patrocinio_de_visado patrocinio sponsorizzazione_visto visto parrainage_visa "
+        "sponsoring_visa wiza viisumi"
+    ).split(),
+    "hiring_manager": (
+        "ansaettende_leder ansettende_leder ansvarig_chef rekryterande_chef narmaste_chef "
+        "chef leder vorgesetzter fuhrungskraft responsable responsable_du_recrutement "
+        "responsabile gestor_contratante responsavel leidinggevende przelozony esihenkilo"
+    ).split(),
+    "department": (
+        "afdeling avdeling avdelning abteilung departement departamento reparto "
+        "dipartimento dzial osasto"
+    ).split(),
+    "employment_type": (
+        "ansaettelsesform ansettelsesform anstallningsform vertragsart type_de_contrat "
+        "tipo_de_contrato tipo_di_contratto contratto dienstverband rodzaj_umowy "
+        "tipo_de_contrato"
+    ).split(),
+}
+KEY_ALIASES: dict[str, str] = {
+    alias: key
+    for table in (ALIASES, LABELS_IN_OTHER_LANGUAGES)
+    for key, aliases in table.items()
+    for alias in aliases
+}
 
 #: Keys that never become facets: identifiers, timestamps, contact details, free text blobs,
 #: a message's headers.
@@ -279,6 +342,10 @@ def unabbreviated(key: str) -> str:
     return "_".join(ABBREVIATIONS.get(p, p) for p in key.split("_"))
 
 
+#: Words of a field's name that give the unit of its value, not what it is.
+_UNIT_WORDS = frozenset("year yr annual annually month mo monthly gross net pa".split())
+
+
 def canonical_key(raw_key: str) -> str:
     """Map a raw key onto a canonical key, or its ``snake_case`` form."""
     key = snake_key(raw_key)
@@ -294,6 +361,15 @@ def canonical_key(raw_key: str) -> str:
             return KEY_ALIASES[tail]
     if last in KEY_ALIASES and KEY_ALIASES[last] not in FEEDBACK_KEYS:
         return KEY_ALIASES[last]
+    parts = key.split("_")
+    bare = [p for p in parts if p not in _UNIT_WORDS and not currency_of(p)]
+    if bare and len(bare) < len(parts):  # "salary_eur_year", "ral_eur": pay, in its unit
+        if (found := canonical_key("_".join(bare))) in ALIASES:
+            return found
+    if "/" in raw_key:  # "City / Country", "Sted / Location": a label of either name
+        for part in raw_key.split("/"):
+            if (found := canonical_key(part)) in ALIASES:
+                return found
     return key
 
 
@@ -322,10 +398,15 @@ def canonical_value(key: str, value: str) -> str | None:
         return None  # "Reason: no" gives none
     folded = fold(value)
     if key == "workplace_type":
-        for word, canon in WORKPLACE_WORDS.items():
-            if folded == word or folded.startswith(word + " "):
-                return canon
-        return workplace_of(value) or value
+        # "På plats / On-site (base-bound)": a label's languages side by side, either one
+        bare = without_asides(value, " ")
+        for part in (value, bare, *re.split(r"\s/\s", bare)):
+            for word, canon in WORKPLACE_WORDS.items():
+                if fold(part) == word or fold(part).startswith(word + " "):
+                    return canon
+            if said := workplace_of(part):
+                return said
+        return value
     if key == "seniority" and folded in SENIORITY_WORDS:
         return SENIORITY_WORDS[folded]
     if key == "seniority" and (aside := re.search(r"\(([^()]*)\)", value)):
@@ -362,9 +443,9 @@ CURRENCIES = {
     "GBP": ("gbp", "pound", "pounds", "sterling", "£"),
     "USD": ("usd", "dollar", "dollars", "us$", "$"),
     "CHF": ("chf", "franc", "francs"),
-    "SEK": ("sek", "kronor"),
-    "NOK": ("nok",),
-    "DKK": ("dkk",),
+    "SEK": ("sek", "kronor", "swedish krona", "swedish kronor"),
+    "NOK": ("nok", "norwegian krone", "norwegian kroner"),
+    "DKK": ("dkk", "danish krone", "danish kroner"),
     "PLN": ("pln", "zloty", "zlotys", "zl"),
     "CAD": ("cad", "c$"),
     "AUD": ("aud", "a$"),
@@ -374,7 +455,11 @@ CURRENCIES = {
 CURRENCY_WORDS = {w: code for code, words in CURRENCIES.items() for w in words}
 _CURRENCY = re.compile(
     r"(?<![a-z])("
-    + "|".join(re.escape(w) for w in sorted(CURRENCY_WORDS, key=len, reverse=True) if w.isalpha())
+    + "|".join(
+        re.escape(w).replace(r"\ ", r"\s+")
+        for w in sorted(CURRENCY_WORDS, key=len, reverse=True)
+        if w.replace(" ", "").isalpha()
+    )
     + r")(?![a-z])|([€£¥₹$])",
     re.I,
 )
@@ -403,6 +488,8 @@ _YES_WORDS = frozenset(
 def polarity(value: str) -> str | None:
     """ "yes" or "no" for a value of a yes/no key, by its words; None when it says neither."""
     words = set(fold(value).replace("'", "").split())
+    if words == {"n"}:
+        return "no"  # "sponsor": "N", as "Y" says yes
     if words & _NO_WORDS:
         return "no"
     if words & _YES_WORDS:
@@ -422,8 +509,11 @@ def same_value_key(key: str, value: str) -> str:
     if key in YES_NO_KEYS and (said := polarity(value)):
         return said  # "Skilled Worker visa available" is a yes
     value = without_asides(value, " ")  # "Backend Engineer (Go)" is a Backend Engineer
-    if key == "location":
-        return fold(place_name(value))
+    if key == "location":  # "Roma" is Rome, "København" is Copenhagen
+        name = place_name(value)
+        return fold(city_name(name) or name)
+    if key == "hiring_manager":
+        return fold(person_of(value))  # "Maja Ek, Cabin Services Manager" is Maja Ek
     if key == "title":  # "Electrical Engineer - Offshore Wind" is an Electrical Engineer
         value = re.split(r"\s[-\u2013\u2014]\s", value)[0]
     if key == "seniority" and (coded := re.fullmatch(r"([a-z])[a-z]*\s*(\d{1,2})", fold(value))):
@@ -467,10 +557,34 @@ _COUNTRY_NAMES = {
 
 
 def in_country_of(value: str, place: str) -> bool:
-    """Whether a place written with a region code is in the country ``place`` (folded) names:
-    "Denver, CO" is in the US, "Montréal, QC" in Canada."""
+    """Whether a place is in the country ``place`` (folded) names: by the country written
+    after it ("Madrid, España" is in Spain, "Stockholm, SE" in Sweden), by its region
+    ("Denver, CO" is in the US, "Montréal, QC" in Canada), else by its city ("Roma" is in
+    Italy; a city of a name several countries share in comparable size is in none of them)."""
     region = region_of(value)
-    return region is not None and country_of_region(region) == _COUNTRY_NAMES.get(place, place)
+    if region is not None and country_of_region(region) == _COUNTRY_NAMES.get(place, place):
+        return True
+    code = country_code(place)
+    return code is not None and country_of_place(value) == code
+
+
+def country_of_place(value: str) -> str | None:
+    """The ISO code of the country a location is in: the one written after its city (a
+    name, "España", or a code in capitals, "SE"), else its city's; None when unknown."""
+    for part in re.split(r",|\s[-\u2013\u2014]\s|/", without_asides(value, " "))[1:]:
+        part = part.strip()
+        if code := country_code(part):
+            return code
+        if re.fullmatch(r"[A-Z]{2}", part) and country_name(part):
+            # "Stockholm, SE", "Berlin, DE"; but "Portland, ME" is in Maine, not Montenegro
+            if fold(part) not in REGION_CODES or country_of_city(place_name(value)) == part:
+                return part
+    if region_of(value) in REGION_CODES.values():
+        return None  # "Portland, ME": a region, not a country, after the city
+    name = place_name(value)
+    words = name.split()
+    # "Stockholm Arlanda", "Oslo Gardermoen": a city named with a place of it
+    return country_of_city(name) or (country_of_city(words[0]) if len(words) > 1 else None)
 
 
 _PROVINCES = frozenset(
@@ -579,6 +693,21 @@ TITLE_HEADS = frozenset(
     "auditor cashier chef pilot welder paralegal porter courier surveyor underwriter actuary "
     "broker trader".split()
 )
+#: Words of a position held, besides :data:`TITLE_HEADS` ("VP Revenue", "Chief Pilot").
+_POSITION_WORDS = frozenset("vp svp evp chief ceo cto coo cfo cpo cmo president founder".split())
+
+
+def person_of(value: str) -> str:
+    """The person a value names, without the position written after the name ("Maja Ek" of
+    "Maja Ek, Cabin Services Manager", "Andris Kalniņš (Base Maintenance Manager)" or
+    "Inês Barros, Director of Rooms – Iberia"). Two people named together stay two."""
+    bare = without_asides(value, " ").strip()
+    parts = re.split(r",|\s[-\u2013\u2014]\s", bare, maxsplit=1)
+    if len(parts) == 2 and set(fold(parts[1]).split()) & (TITLE_HEADS | _POSITION_WORDS):
+        return parts[0].strip()
+    return bare
+
+
 #: An occupation by its suffix ("Dietician", "Radiologist"); "-ist" alone is too common in
 #: surnames ("Lindqvist"), its occupations are listed above.
 _OCCUPATION_SUFFIX = re.compile(r"(?:ician|ologist)$")

@@ -54,7 +54,7 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v8"
+EXTRACTIVE_VERSION = "extractive-v9"
 MAX_LEAF_QA = 10
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8

@@ -410,6 +410,9 @@ _CHANGE = re.compile(
     r"instead|updated?|going forward|from now on|from today|as of|decided|approved|from \S+ to|"
     r"tak(?:e|es|ing) over|took over|replac(?:es|ed|ing)|effective|rais(?:e|ed|es|ing)|"
     r"drop(?:s|ped|ping)?|"
+    # "we're making both roles fully remote", "the team goes hybrid": a state it turns into
+    r"(?:go(?:es|ing)?|went|mak(?:e|es|ing)|made|turn(?:s|ed|ing)?|becom(?:e|es|ing)|became)"
+    r"\s+(?:[\w-]+\s+){0,5}?(?:fully\s+)?(?:remote|hybrid|on-?site)|"
     r"increas(?:e|ed|es|ing)|reduc(?:e|ed|es|ing)|revis(?:e|ed|es|ing)|uplift|"
     r"new (?:\w+ )?(?:range|band|budget|salary|location|office|headcount|manager|HM))\b",
     re.I,
@@ -551,7 +554,9 @@ _CODE_NAME_IN_PROSE = re.compile(
 )
 #: A name quoted in a sentence that speaks of a code name ('calls the programme "Kittiwake"
 #: (project code name)').
-_CODE_NAME_WORD = re.compile(r"\bcode[- ]?names?\b|\bcodenamed?\b", re.I)
+_CODE_NAME_WORD = re.compile(
+    r"\bcode[- ]?names?\b|\bcodenamed?\b|\binternally\b|\binternal name\b", re.I
+)
 _QUOTED_NAME = re.compile(r"[\"\u201c\u2018']([A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?)[\"\u201d\u2019']")
 #: Words after "Project" that name no project ("Project Manager", "Project Finance").
 _COMMON_AFTER_PROJECT = frozenset(
@@ -600,6 +605,15 @@ def document_facets(doc: Document) -> list[RawFacet]:
         # A note on candidates (an offer, a scorecard) restates the role in passing: its
         # fields weigh as prose does, below the role's own export.
         value = f.value
+        if (
+            key in ("salary_range", "base")
+            and snake_key(f.raw_key) == "base"
+            and not any(c.isdigit() for c in value)
+        ):
+            key = "location"  # "Base: Gothenburg Landvetter (GOT)": a crew's base, no pay
+        if key == "salary_range" and not currency_of(value):
+            code = next((c for w in snake_key(f.raw_key).split("_") if (c := currency_of(w))), "")
+            value = f"{code} {value}".strip()  # "salary_eur_year: 70,000 - 82,000" is in EUR
         label = f.raw_key.split("_")[-1]
         if key == "seniority" and value.strip().isdigit() and label.isalpha():
             value = f"{label.capitalize()} {value.strip()}"  # "Grade: 7" states Grade 7
@@ -683,7 +697,7 @@ _FROM_TO = re.compile(
     + _PHRASE
     + r"\s+to\s+"
     + _PHRASE
-    + r"(?=\s*(?:[.,;:!?)]|$)|\s+[a-z])"
+    + r"(?=\s*(?:[.,;:!?()]|$)|\s+[a-z])"
 )
 #: A value a role leaves, named after "no longer": "no longer tied to Boston".
 _NO_LONGER = re.compile(
@@ -820,6 +834,10 @@ def _merge_misspellings(groups: dict[str, list[RawFacet]]) -> None:
             groups[right] += [replace(f, value=groups[right][0].value) for f in groups.pop(g)]
 
 
+#: Two sums written as a range: "55,000–64,000", "60-72k", "60000 to 72000".
+_A_RANGE = re.compile(r"\d[\d,.' ]*\s*k?\s*(?:[-\u2013\u2014]|to)\s*\D{0,4}\d")
+
+
 def reconcile(
     raw: Sequence[RawFacet], max_facets: int = 30, emphasized: Sequence[str] = ()
 ) -> list[Facet]:
@@ -843,6 +861,10 @@ def reconcile(
             order = sorted(groups, key=lambda g: min(i.doc_id for i in groups[g]))
             order.sort(
                 key=lambda g: (
+                    # a role's pay is a band: one sum is an offer's, unless stated as a change
+                    key != "salary_range"
+                    or any(_A_RANGE.search(i.value) for i in groups[g])
+                    or any(i.changes for i in groups[g]),
                     any(i.structured or i.changes for i in groups[g]),
                     # of one date, the value stated as a change ("drops to 1 head")
                     max((i.updated_at, i.changes) for i in groups[g]),

@@ -116,7 +116,7 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
             return _typed(list(_json_fields(obj, ()))), True
     if (tree := xml_tree(text)) is not None:
         return _typed(list(_json_fields(tree, ()))), True
-    lines = [ln for ln in markup_text(text).splitlines() if ln.strip()]
+    lines = [ln for ln in markup_text(forwarded(text)).splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
     ranges = _ranges(dict(pairs), ())  # "salary_min=...", "salary_max=...": one range
     used_parts = {part for _, _, parts in ranges for part in parts}
@@ -393,10 +393,22 @@ _QUOTED = re.compile(
 )
 
 
+#: A message that forwards another: what it quotes is what it passes on.
+_FORWARDED = re.compile(r"^\s*-{2,}\s*Forwarded message\s*-{2,}", re.I | re.M)
+
+
+def forwarded(text: str) -> str:
+    """A message that forwards another, with the lines it quotes read as its own ("> Sted:
+    Oslo"); any other text as it is."""
+    return re.sub(r"^[ \t]*>[ \t]?", "", text, flags=re.M) if _FORWARDED.search(text) else text
+
+
 def without_quoted(text: str) -> str:
     """A message without the earlier messages it quotes (lines led by ">", what follows an
     "Original Message" rule or an "On ..., X wrote:" line): they state what was, not what
-    is."""
+    is. A forwarded message passes on what it quotes: its quoted lines are read as its own."""
+    if _FORWARDED.search(text):
+        return forwarded(text)
     m = _QUOTED.search(text)
     return text[: m.start()].rstrip() if m and m.start() > 0 else text
 
