@@ -30,7 +30,7 @@ from hltm_resources.engines import (
 from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
-from hltm_resources.engines.understanding import REJECTION_WORDS, analyze
+from hltm_resources.engines.understanding import COUNTRY_KEY, REJECTION_WORDS, analyze
 from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
@@ -1078,6 +1078,11 @@ class Memory:
                 out.groups = _grouped(subjects, analysis.level, catalog)
             if not constrained:
                 out.matches = [LeafMatch(n, (), names.get(n, n)) for n in subjects]
+        elif analysis.form == "distribution" and key == COUNTRY_KEY:
+            spread = leaves.countries(subjects, vocab.values.get("location", []))
+            if spread:
+                out.distributions = {key: spread}
+                out.counted = len(subjects)
         elif analysis.form == "distribution" and key:
             known = vocab.values.get(key, [])
             spread = leaves.distribution(subjects, key, known) if known else []

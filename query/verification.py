@@ -41,11 +41,13 @@ from hltm_resources.engines.vocabulary import (
     KEY_ORDER,
     MULTI_KEYS,
     YES_NO_KEYS,
+    country_of_place,
     in_country_of,
     names_a_site,
     person_of,
     same_value_key,
 )
+from hltm_resources.places import country_name
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import fold, without_asides
 from hltm_resources.text import near_word as _near
@@ -284,6 +286,7 @@ _COMPARE = {
     ">=": lambda a, b: a >= b,
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
+    "=": lambda a, b: a == b,
 }
 
 
@@ -359,7 +362,19 @@ def _names_person(value: str, named: str) -> bool:
     of a panel is no one person)."""
     value = person_of(value)
     words = fold(without_asides(value)).split()
-    return "," not in value and len(words) <= 4 and set(named.split()) <= set(words)
+    if "," in value or len(words) > 4:
+        return False
+    said = named.split()
+    if set(said) <= set(words):
+        return True
+    # "A. Kalniņš" is Andris Kalniņš: the same last name, the first name by its initial
+    return (
+        len(said) >= 2
+        and len(words) >= 2
+        and said[-1] == words[-1]
+        and len(words[0]) == 1
+        and said[0][:1] == words[0]
+    )
 
 
 def one_valued(key: str) -> bool:
@@ -548,17 +563,32 @@ class ScopeLeaves:
         self, pool: Sequence[str], key: str, known: Sequence[str]
     ) -> list[tuple[str, int]]:
         """:func:`distribution`, each leaf's values of ``key`` counted once per ``known``."""
+        counts: dict[str, int] = defaultdict(int)
+        for values in self.values_of(pool, key, known):
+            for value in values:
+                counts[value] += 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+
+    def countries(self, pool: Sequence[str], known: Sequence[str]) -> list[tuple[str, int]]:
+        """How many leaves of ``pool`` are in each country, most first: each leaf's locations
+        (``known``: the scope's) by the country each is in, a leaf counted once per country;
+        a place of no known country is not counted."""
+        counts: dict[str, int] = defaultdict(int)
+        for values in self.values_of(pool, "location", known):
+            for country in {c for v in values if (c := country_of_place(v))}:
+                counts[country_name(country) or country] += 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+
+    def values_of(self, pool: Sequence[str], key: str, known: Sequence[str]) -> list[list[str]]:
+        """Each leaf's values of ``key`` (:func:`leaf_values`), kept once read."""
         entry = self._counted.get(key)
         if entry is None or entry[0] is not known:
             entry = self._counted[key] = (known, {}, {})
         _, cache, counted = entry
-        counts: dict[str, int] = defaultdict(int)
         for leaf in pool:
             if leaf not in counted:
                 counted[leaf] = leaf_values(self.facts[leaf], key, known, cache)
-            for value in counted[leaf]:
-                counts[value] += 1
-        return sorted(counts.items(), key=lambda kv: (-kv[1], fold(kv[0])))
+        return [counted[leaf] for leaf in pool]
 
 
 class KnownValues:

@@ -39,6 +39,7 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     NUMBER_DESCRIPTIONS,
     OPENING_NOUNS,
+    TITLE_HEADS,
     WORKPLACE_WORDS,
     YES_NO_KEYS,
     country_of_place,
@@ -60,6 +61,9 @@ from hltm_resources.text import (
 )
 
 FORMS = ("fact", "list", "count", "distribution", "why")
+#: What a question over a scope asks when it asks for countries: no facet holds it, the
+#: scope's locations do (each counted by the country it is in).
+COUNTRY_KEY = "country"
 _STEMMER = Stemmer.Stemmer("english")
 
 #: Words by which a question names the leaves themselves (a search, a req, ...).
@@ -216,6 +220,7 @@ _KEY_WORDS: dict[str, tuple[str, ...]] = {
     "seniority": ("seniority", "senior", "junior", "level", "levels"),
     "department": ("department", "departments", "team", "teams"),
     "visa_sponsorship": ("sponsor", "sponsors", "sponsorship", "visa", "visas", "work permit"),
+    "code_name": ("code name", "code names", "codename", "internal name", "internally"),
 }
 
 
@@ -483,7 +488,10 @@ BOUNDS = {
     "below": "<",
     "at most": "<=",
     "no more than": "<=",
+    "exactly": "=",
 }
+#: Words that say an amount exactly ("for a single opening", "with just two hires").
+_EXACTLY = frozenset("a an just only exactly for with".split())
 #: Words a count of hires is said in ("more than one person", "over 2 seats").
 _HIRE_NOUNS = OPENING_NOUNS | {"person", "people", "head", "heads"}
 
@@ -495,11 +503,15 @@ def _compared_amount(
     least 2 openings"): the constraint (``headcount: more than 1``) and the words it spans."""
     t = q.tokens
     for i in range(len(t)):
-        for words in sorted(BOUNDS, key=lambda b: -len(b.split())):
+        said = [*sorted(BOUNDS, key=lambda b: -len(b.split())), *sorted(_EXACTLY)]
+        for words in said:
             bound = words.split()
             j = i + len(bound)
             if t[i:j] != bound or j >= len(t):
                 continue
+            if words in _EXACTLY and (t[j].isdigit() or t[j] not in NUMBER_WORDS):
+                continue  # "for 2026", "with Python": no count said exactly
+            words = "exactly" if words in _EXACTLY else words
             money = _money_after(q, j)
             if money is not None:  # "top out above $150k": a bound on the pay
                 return MicroQuery("salary_range", f"{words} {money[0]}"), (i, money[1])
@@ -712,8 +724,13 @@ def _parts(
     for i in range(len(words)):
         for j in range(i + 1, len(words) + 1):
             part = words[i:j]
-            if len(part) == len(words) or all(w in _GENERIC_TITLE_WORDS for w in part):
+            if len(part) == len(words):
                 continue
+            content = [w for w in part if w not in STOPWORDS]
+            if all(w in _GENERIC_TITLE_WORDS for w in part) and not (
+                len(content) >= 2 and content[0] in TITLE_HEADS
+            ):
+                continue  # "data" alone names no title; "head of data" does
             if all(_singular(w) in LEAF_WORDS for w in part):
                 continue  # "searches" names the leaves, not the title "..., Search & Ranking"
             if len(part) == 1 and part[0] in KEY_ALIASES:
@@ -1243,6 +1260,17 @@ def analyze(
                 phrase = " ".join(phrase.split()[:-1])
         if not at_leaf and not about_one and asked_key in vocabulary.values and not phrase:
             form = "distribution"  # a fact about the whole scope: how it is spread
+    if (
+        asked_key is None
+        and not at_leaf
+        and form in ("fact", "distribution")
+        and not constraints
+        and COUNTRY_KEY not in vocabulary.values
+        and vocabulary.values.get("location")
+        and {"country", "countries"} & set(q.tokens)
+    ):
+        # "Which country has the most searches?": the scope's places, by their countries
+        form, asked_key, phrase = "distribution", COUNTRY_KEY, ""
     if form in ("fact", "why") and loose:
         constraints = [c for c in constraints if c not in loose]
         context += [c.value or "" for c in loose]
@@ -1251,6 +1279,7 @@ def analyze(
     named_outright = (
         attribute is not None
         or wh == "where"
+        or asked_key == COUNTRY_KEY
         or bool(asked_key and any(" " in w and w in low for w in _KEY_WORDS.get(asked_key, ())))
     )
     if (

@@ -90,7 +90,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "salary_range": (
         "salary salary_range compensation pay_range base_salary comp comp_range salary_band "
-        "pay_band pay base base_pay range"
+        "pay_band pay base base_pay range monthly_band annual_band yearly_band monthly_pay "
+        "annual_pay"
     ).split(),
     "currency": "currency ccy curr salary_currency pay_currency".split(),
     "visa_sponsorship": (
@@ -334,6 +335,7 @@ ABBREVIATIONS = {
     "nbr": "number",
     "num": "number",
     "dept": "department",
+    "func": "function",
 }
 
 
@@ -362,6 +364,10 @@ def canonical_key(raw_key: str) -> str:
     if last in KEY_ALIASES and KEY_ALIASES[last] not in FEEDBACK_KEYS:
         return KEY_ALIASES[last]
     parts = key.split("_")
+    for size in (3, 2):  # "Hiring manager (signature)": a known name, then a gloss of it
+        head = "_".join(parts[:size])
+        if len(parts) > size and head in KEY_ALIASES:
+            return KEY_ALIASES[head]
     bare = [p for p in parts if p not in _UNIT_WORDS and not currency_of(p)]
     if bare and len(bare) < len(parts):  # "salary_eur_year", "ral_eur": pay, in its unit
         if (found := canonical_key("_".join(bare))) in ALIASES:

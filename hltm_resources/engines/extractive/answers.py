@@ -135,6 +135,10 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
             if from_facets
             else f"{len(grouped)} answers in {len(nodes)} {noun}{what}"
         )
+        counts = [int(f.value) for f in grouped if f.value.isdigit()]
+        if from_facets and grouped[0].key == "headcount" and len(counts) == len(grouped):
+            # "how many people are we hiring?" over several roles: their sum, then each
+            head = f"{sum(counts)} in total across {head}"
         text = f"{prefix}{head}: {shown}{more}."
     how = "facets" if from_facets else "passages"
     return Answer(

@@ -43,7 +43,16 @@ from hltm_resources.engines.vocabulary import (
     workplace_of,
 )
 from hltm_resources.models import Document, Facet
-from hltm_resources.text import NUMBER_WORDS, clean_value, fold, near_spelling, sentences, snake_key
+from hltm_resources.places import city_name
+from hltm_resources.text import (
+    NUMBER_WORDS,
+    clean_value,
+    fold,
+    near_spelling,
+    sentences,
+    snake_key,
+    without_asides,
+)
 
 _REJECT_WORDS = re.compile(
     r"\b(reject(?:ed|ing)?|declin(?:ed|ing)|passed on|pass on|not selected|unsuccessful|"
@@ -312,6 +321,13 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         loc = re.split(r"\.\s", loc)[0].strip(" .,")  # the sentence ends at its period
         if loc:
             places.append((loc, _as_change(text, m.start(1))))
+    # "Payroll Specialist – London (hybrid)": a heading naming the role, then its city
+    head = text.strip().split("\n", 1)[0]
+    parts = re.split(r"\s[-\u2013\u2014|]\s", head)
+    if len(parts) == 2 and is_title(parts[0]):
+        place = without_asides(parts[1], " ").strip(" ,.")
+        if city_name(place_name(place)):
+            places.append((place, False))
     for sentence in sentences(text):
         # "change the location on the role: it's now Edinburgh, not Glasgow"
         said = _NOW_IN_PLACE.search(sentence)
@@ -581,6 +597,12 @@ def _interview_stage(text: str, m: re.Match) -> bool:
     return bool(_NOUN_BEFORE.search(text[: m.start(1)])) and not _ROLE_AFTER.match(after)
 
 
+#: The name a message is from ("From: Maja Ek <maja.ek@...>"), and a writer who says they
+#: manage the hire ("I'm the hiring manager").
+_SENDER = re.compile(r"^\s*From:\s*([^<\n@]+?)\s*(?:<[^>\n]*>)?\s*$", re.M)
+_SELF_MANAGER = re.compile(r"\bI(?:'m|\u2019m| am)\s+(?:also\s+)?the\s+hiring\s+manager\b", re.I)
+
+
 def document_facets(doc: Document) -> list[RawFacet]:
     """Every facet one document states, with normalized keys and cleaned values. An export
     field whose attribute nothing in the document tells keeps its own name as its key
@@ -620,6 +642,9 @@ def document_facets(doc: Document) -> list[RawFacet]:
         found.append((key, value, not feedback, f.key is not None or key in KEY_ORDER, False))
     if not feedback:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
+        sender = _SENDER.search(doc.text)
+        if sender and _SELF_MANAGER.search(doc.text):  # "I'm the hiring manager": who wrote
+            found.append(("hiring_manager", sender.group(1).strip(), False, True, False))
     if event and event.rejected and event.reason:
         found.append(("rejection_reason", event.reason, structured, True, False))
     # Openings counted per place ("Posts: 2 (Rotterdam x1, Utrecht x1)") name the places.

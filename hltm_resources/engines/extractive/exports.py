@@ -258,12 +258,13 @@ def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
     )
 
 
-#: A "Key: value" line ("Key = value", "Key :: value", "key ....... value", and "Key — value"
+#: A "Key: value" line ("Key = value", "Key :: value", "KEY >> value", "Key => value", "key
+#: ....... value", and "Key — value"
 #: with a spaced dash; "KEY - value" with a spaced hyphen when the key is written in capitals
 #: or is a known name: "Joana Ribeiro - final round" is no field).
 KV_LINE = re.compile(
     r"^\s*[-*\u2022]?\s*([^\W\d_][\w /().&'\u00ba\u00b0-]{0,40}?)"
-    r"(?:\s*(?:::|[:=])|\s*\.{3,}:?|\s+[\u2013\u2014])\s*(.+?)\s*$"
+    r"(?:\s*(?:::|=>|>>|\u2192|[:=])|\s*\.{3,}:?|\s+[\u2013\u2014])\s*(.+?)\s*$"
 )
 _HYPHEN_LINE = re.compile(r"^\s*([^\W\d_][\w /().&'\u00ba\u00b0]{0,40}?)\s+-\s+(.+?)\s*$")
 _MARKUP = re.compile(r"\*\*|(?<!_)__(?!_)|`")
