@@ -1048,17 +1048,17 @@ class Memory:
             # question about one fact names one role, and the role that meets all its words
             # but one is the closest the memory holds (the fewest such roles, the best).
             in_pool = set(pool)
-            closest: list[tuple[int, int, tuple[MicroQuery, ...], list[LeafMatch]]] = []
+            closest = []
             for n, dropped in enumerate(analysis.constraints):
                 rest = tuple(c for c in analysis.constraints if c != dropped)
                 hits = leaves.verify(ParsedQuery("retrieval", rest), schema, vocab.values, names)
                 hits = [m for m in hits if m.node_id in in_pool]
                 if hits:
-                    closest.append((len(hits), n, rest, hits))
+                    closest.append((len(hits), n, rest, dropped, hits))
             if closest:
-                _, _, rest, hits = min(closest, key=lambda c: (c[0], c[1]))
+                _, _, rest, dropped, hits = min(closest, key=lambda c: (c[0], c[1]))
                 matches, subjects = hits, [m.node_id for m in hits]
-                analysis = replace(analysis, constraints=rest)
+                analysis = replace(analysis, constraints=rest, unmet=(dropped,))
         if analysis.form == "why" and wanted and not subjects and not at_leaf:
             # "Why did the fraud roles move out of Cork?": the value the question names is
             # the one the role left; its notes name it.

@@ -599,3 +599,20 @@ def test_one_fact_question_with_a_word_no_role_meets_answers_from_the_closest_ro
         scope="seat:nv-s2",
     )
     assert "project:nv-07" in r.references, r.answer
+    assert "Closest match: no project here states location Arlanda" in r.answer
+
+
+def test_a_distribution_by_country_counts_each_role_once_in_its_country(handmade8):
+    _, memory = handmade8
+    r = memory.ask("Which country has the most Nordvind searches?", scope="account:nordvind")
+    assert r.answer.startswith("Most common countries in Nordvind Airways"), r.answer
+    # "Stockholm Arlanda, Sverige", "Stockholm, SE" and "Gothenburg Landvetter, Sweden": one
+    assert r.answer.split(": ", 1)[1].startswith("Sweden (") and "Sverige" not in r.answer
+
+
+def test_a_manager_written_by_initial_or_as_the_writer_is_listed_with_their_searches(handmade8):
+    _, memory = handmade8
+    r = memory.ask("How many searches is Maja Ek the hiring manager on?", scope="account:nordvind")
+    assert set(r.references) == {"project:nv-02", "project:nv-03"}, r.answer
+    r = memory.ask("Which searches is Andris Kalniņš the hiring manager for?", "account:nordvind")
+    assert set(r.references) == {"project:nv-06", "project:nv-10"}, r.answer  # "A. Kalniņš"

@@ -1265,3 +1265,20 @@ def test_a_manager_is_the_same_person_with_or_without_their_position():
     assert same_value_key("hiring_manager", "Ana Ruiz, Bo Lee") != same_value_key(
         "hiring_manager", "Ana Ruiz"
     )
+
+
+def test_arrow_lines_are_fields_and_a_heading_names_the_roles_city():
+    arrows = "ROLE >> Sales Director\nBASE >> Lyon, France (not Paris)\nHEADS >> 1"
+    assert ("location", "Lyon, France") in facets_of(doc(arrows))
+    ad = doc("Payroll Specialist – Leeds (hybrid)\n\nWe are hiring a Payroll Specialist.", "brief")
+    assert ("location", "Leeds") in facets_of(ad)
+
+
+def test_a_writer_who_says_they_are_the_hiring_manager_is_the_hiring_manager():
+    mail = (
+        "From: Ines Duarte <ines.duarte@example.com>\nSubject: new req\n\n"
+        "Can you open a search for a Line Supervisor? I'm the hiring manager."
+    )
+    assert ("hiring_manager", "Ines Duarte") in facets_of(doc(mail, kind="email"))
+    signed = "Position: Buyer\nHiring manager (signature): P. Nowak"
+    assert ("hiring_manager", "P. Nowak") in facets_of(doc(signed))

@@ -34,11 +34,11 @@ def test_a_city_is_in_the_country_of_its_most_populous_bearer_when_it_dominates(
 @pytest.mark.parametrize(
     "value,country",
     [("Madrid, España", "ES"), ("Stockholm, SE", "SE"), ("Berlin, DE", "DE"),
-     ("Oslo Gardermoen, Norge", "NO"), ("Oslo Gardermoen", "NO"), ("Portland, ME", None),
-     ("Dover, DE", None), ("Roma", "IT")],
+     ("Oslo Gardermoen, Norge", "NO"), ("Oslo Gardermoen", "NO"), ("Portland, ME", "US"),
+     ("Dover, DE", "US"), ("Roma", "IT")],
 )  # fmt: skip
 def test_the_country_of_a_place_is_the_one_written_after_it_else_its_citys(value, country):
-    # "ME" after Portland is Maine, not Montenegro; "DE" after Dover is Delaware.
+    # "ME" after Portland is Maine (in the US), not Montenegro; "DE" after Dover is Delaware.
     assert country_of_place(value) == country
 
 

@@ -612,3 +612,35 @@ def test_a_currency_named_by_its_country_and_name():
         "Which jobs pay in Danish kroner?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a"
     )
     assert constraints(a) == {"currency: DKK"}
+
+
+def test_an_exact_count_of_openings_is_a_bound_on_the_headcount():
+    vocab = ScopeVocabulary({"headcount": ["1", "2"], "title": ["Buyer"]})
+    for question in (
+        "How many searches are for a single opening?",
+        "Which roles are for one hire?",
+    ):
+        a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+        assert constraints(a) == {"headcount: exactly 1"}, question
+
+
+def test_countries_asked_for_are_the_places_by_country():
+    vocab = ScopeVocabulary({"location": ["Roma, Italia", "Milan"]})
+    a = analyze("Which country has the most searches?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert (a.form, a.asked_key) == ("distribution", "country")
+
+
+def test_a_part_of_a_title_naming_its_head_names_the_title():
+    vocab = ScopeVocabulary({"title": ["Head of Data & Analytics", "Data Engineer"]})
+    a = analyze("Who manages the head of data hire?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert constraints(a) == {"title: Head of Data & Analytics"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What made us switch this role to remote?", "What led to the move to Leeds?", "How come "
+     "the band went up?"],
+)  # fmt: skip
+def test_a_why_asked_in_other_words_asks_for_the_cause_of_a_change(question):
+    a = read(question, "project:p1")
+    assert (a.form, a.asked_key) == ("why", None), question

@@ -137,6 +137,9 @@ class Analysis:
     #: Keys the answer's nodes must state, whatever the value ("searches that have a code
     #: name").
     holding: tuple[str, ...] = ()
+    #: Values the question named that no node meeting its other values holds: the answer is
+    #: about the closest nodes, and says which value they do not meet.
+    unmet: tuple[MicroQuery, ...] = ()
 
     def describe(self) -> dict:
         """JSON-ready, for ``ask --json``, the query log and the LLM engine's prompt."""
@@ -156,6 +159,8 @@ class Analysis:
             out["excluded"] = [f"{m.key}: {m.value}" for m in self.excluded]
         if self.holding:
             out["holding"] = list(self.holding)
+        if self.unmet:
+            out["unmet"] = [f"{m.key}: {m.value}" for m in self.unmet]
         return out
 
 

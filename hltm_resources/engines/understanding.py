@@ -473,6 +473,8 @@ REJECTION_WORDS = re.compile(
     r"not (?:moving|moved|move) forward|let go)\b",
     re.I,
 )
+#: A "why" in other words: "what made us switch ...", "what led to the move", "how come".
+_WHY_IN_OTHER_WORDS = re.compile(r"\b(?:what (?:made|caused|led to|prompted)|how come)\b")
 #: Nouns by which "how many" asks for the people a role hires, not for roles.
 _PEOPLE_NOUNS = frozenset("hire person people head".split())
 #: Words that bound an amount ("more than one hire", "at least 2 openings").
@@ -1174,10 +1176,16 @@ def analyze(
             form, level, answer_type = "count", noun_level, "number"
         else:
             answer_type, phrase = "number", " ".join(noun)
-    elif wh == "why" or (re.search(r"\breasons?\b", low) and not noun_level):
+    elif (
+        wh == "why"
+        or _WHY_IN_OTHER_WORDS.search(low)
+        or (re.search(r"\breasons?\b", low) and not noun_level)
+    ):
         # A why about candidates turned down asks for reasons; one about the role (a change,
         # a decision) for the note that gives its cause.
-        about = REJECTION_WORDS.search(question) or not re.search(r"\bwhy\b", low)
+        about = REJECTION_WORDS.search(question) or not (
+            re.search(r"\bwhy\b", low) or _WHY_IN_OTHER_WORDS.search(low)
+        )
         form, asked_key = "why", "rejection_reason" if about else None
         if not at_leaf and not about_one:
             form = "distribution"  # "why do candidates drop out?" over the whole scope

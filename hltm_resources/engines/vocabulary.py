@@ -585,8 +585,9 @@ def country_of_place(value: str) -> str | None:
             # "Stockholm, SE", "Berlin, DE"; but "Portland, ME" is in Maine, not Montenegro
             if fold(part) not in REGION_CODES or country_of_city(place_name(value)) == part:
                 return part
-    if region_of(value) in REGION_CODES.values():
-        return None  # "Portland, ME": a region, not a country, after the city
+    if (region := region_of(value)) in REGION_CODES.values():
+        # "Portland, ME": a state after the city, in its country
+        return {"united states": "US", "canada": "CA"}.get(country_of_region(region) or "")
     name = place_name(value)
     words = name.split()
     # "Stockholm Arlanda", "Oslo Gardermoen": a city named with a place of it

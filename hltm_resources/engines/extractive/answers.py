@@ -140,6 +140,10 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
             # "how many people are we hiring?" over several roles: their sum, then each
             head = f"{sum(counts)} in total across {head}"
         text = f"{prefix}{head}: {shown}{more}."
+    if analysis.unmet:
+        # the closest roles: all the question's values but one, which the answer names
+        unmet = " and ".join(f"{humanize_key(m.key).lower()} {m.value}" for m in analysis.unmet)
+        text += f" (Closest match: no {leaf.noun} here states {unmet} with the other values asked.)"
     how = "facets" if from_facets else "passages"
     return Answer(
         text,
