@@ -107,6 +107,38 @@ _NUMBER_WORDS = {**NUMBER_WORDS, "a dozen": 12}
 _NUMBER = number_pattern(_NUMBER_WORDS)
 
 
+#: Nouns that name a kind of thing a role asks for ("framework", "tool", "certification"):
+#: a question asking "which <kind>" asks for one of the role's skills.
+KIND_NOUNS = frozenset(
+    "framework library language tool software system platform technology stack database "
+    "cloud certification certificate card licence license qualification suite package "
+    "engine editor methodology".split()
+)
+#: Words by which a question asks for what is nice to have rather than required.
+_NICE = re.compile(r"\b(?:a plus|nice[- ]to[- ]haves?|bonus|preferred|desirable|pluses)\b", re.I)
+
+
+def kind_asked(analysis: Analysis, question: str) -> str:
+    """The kind of thing a one-fact question asks for by a noun no key holds ("javascript
+    framework", "search technology", "warehouse management system"), or ""."""
+    if analysis.form == "fact" and analysis.asked_key in ("language", "certification"):
+        return humanize_key(analysis.asked_key).lower()  # "which languages are a plus"
+    words = analysis.asked_phrase.split()
+    if analysis.form != "fact" or analysis.asked_key or not words:
+        return ""
+    head = words[-1][:-1] if words[-1].endswith("s") and words[-1][:-1] in KIND_NOUNS else words[-1]
+    head = "technology" if head == "technologie" else head
+    return analysis.asked_phrase if head in KIND_NOUNS else ""
+
+
+def kind_keys(question: str) -> tuple[str, ...]:
+    """The keys whose values a kind asked for is read from: nice-to-haves first when the
+    question asks for what is a plus."""
+    if _NICE.search(question):
+        return ("preferred_skill", "skill")
+    return ("skill", "preferred_skill")
+
+
 def key_findings(
     leaves: ScopeLeaves,
     subjects: Sequence[str],

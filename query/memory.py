@@ -56,6 +56,8 @@ from query.findings import (
     cause_findings,
     evidence_findings,
     key_findings,
+    kind_asked,
+    kind_keys,
     mentioned_values,
     part_findings,
     states_key,
@@ -1096,6 +1098,10 @@ class Memory:
             else:  # "why did this go from 2 seats to 1?": a cause the notes give
                 meaning = self._passage_meaning(where, scope, qvec)
                 out.findings = cause_findings(leaves, subjects, question, names, meaning)
+        elif analysis.form == "fact" and self._kind_findings(
+            out, analysis, question, leaves, subjects, vocab, names
+        ):
+            pass
         elif analysis.form == "fact":
             if key:
                 # An export object holding the attribute in parts ("salary": min, max, ...).
@@ -1126,6 +1132,41 @@ class Memory:
                     meaning=self._passage_meaning(where, scope, qvec),
                 )
         return out
+
+    def _kind_findings(
+        self,
+        out: Examined,
+        analysis: Analysis,
+        question: str,
+        leaves: ScopeLeaves,
+        subjects: list[str],
+        vocab: ScopeVocabulary,
+        names: dict[str, str],
+    ) -> bool:
+        """ "Which JavaScript framework is the role built around?": no document says which of
+        the role's skills is one; its skills, closest in meaning to the kind first (found:
+        True)."""
+        kind = kind_asked(analysis, question)
+        if not kind or not subjects:
+            return False
+        for key in kind_keys(question):
+            known = vocab.values.get(key, [])
+            found = key_findings(leaves, subjects[:3], key, known, names)
+            found = [f for f in found if not f.value.strip().isdigit()]  # no skill is "1"
+            if found:
+                out.findings = self._closest_first(found, kind)
+                out.analysis = replace(analysis, asked_key=key, kind=kind)
+                return True
+        return False
+
+    def _closest_first(self, findings: list[Finding], kind: str) -> list[Finding]:
+        """``findings`` ordered by the closeness in meaning of their values to ``kind``."""
+        vectors = self.embedder.embed([kind, *(f.value for f in findings)])
+        vectors = np.asarray(vectors, dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+        close = vectors[1:] @ vectors[0]
+        order = sorted(range(len(findings)), key=lambda i: (-close[i], i))
+        return [findings[i] for i in order]
 
     def _passage_meaning(
         self, where: str, scope: Scope, qvec: np.ndarray | None

@@ -616,3 +616,11 @@ def test_a_manager_written_by_initial_or_as_the_writer_is_listed_with_their_sear
     assert set(r.references) == {"project:nv-02", "project:nv-03"}, r.answer
     r = memory.ask("Which searches is Andris Kalniņš the hiring manager for?", "account:nordvind")
     assert set(r.references) == {"project:nv-06", "project:nv-10"}, r.answer  # "A. Kalniņš"
+
+
+def test_a_kind_no_document_names_lists_the_roles_skills_closest_first(handmade8):
+    _, memory = handmade8
+    # nv-13's skills: Python, Spark, Azure Databricks, dbt; none is called a "cloud platform"
+    r = memory.ask("Which cloud platform does the loyalty data engineer search need?", "seat:nv-s3")
+    assert "Azure Databricks" in r.answer and "project:nv-13" in r.references, r.answer
+    assert "No document names the cloud platform as such" in r.answer

@@ -150,6 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "handmade7",
             "handmade8",
             "handmade9",
+            "handmade10",
         ],
         help="answers: the world the questions are about (default demo)",
     )

@@ -140,6 +140,10 @@ class Analysis:
     #: Values the question named that no node meeting its other values holds: the answer is
     #: about the closest nodes, and says which value they do not meet.
     unmet: tuple[MicroQuery, ...] = ()
+    #: A kind of thing the question asks for that no document names as such ("which
+    #: JavaScript framework"): the answer lists the role's values of ``asked_key`` closest in
+    #: meaning first, for a person to pick.
+    kind: str = ""
 
     def describe(self) -> dict:
         """JSON-ready, for ``ask --json``, the query log and the LLM engine's prompt."""
@@ -161,6 +165,8 @@ class Analysis:
             out["holding"] = list(self.holding)
         if self.unmet:
             out["unmet"] = [f"{m.key}: {m.value}" for m in self.unmet]
+        if self.kind:
+            out["kind"] = self.kind
         return out
 
 

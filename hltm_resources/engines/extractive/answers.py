@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hltm_resources.engines.base import Analysis, Answer, Finding, RetrievedContext
-from hltm_resources.engines.vocabulary import MULTI_KEYS, same_value_key
+from hltm_resources.engines.vocabulary import MULTI_KEYS, key_label, same_value_key
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import humanize_key, join_human
 
@@ -140,6 +140,12 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
             # "how many people are we hiring?" over several roles: their sum, then each
             head = f"{sum(counts)} in total across {head}"
         text = f"{prefix}{head}: {shown}{more}."
+    if analysis.kind and analysis.asked_key:
+        label = key_label(analysis.asked_key)
+        text += (
+            f" (No document names the {analysis.kind} as such: these are the {label}, closest"
+            " in meaning first.)"
+        )
     if analysis.unmet:
         # the closest roles: all the question's values but one, which the answer names
         unmet = " and ".join(f"{humanize_key(m.key).lower()} {m.value}" for m in analysis.unmet)
