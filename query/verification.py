@@ -34,7 +34,7 @@ from hltm_resources.engines.aliases import (
 from hltm_resources.engines.base import LeafMatch, MicroQuery, ParsedQuery
 from hltm_resources.engines.extractive.documents import is_feedback_kind
 from hltm_resources.engines.negation import _TOKEN, negated, tokenize
-from hltm_resources.engines.understanding import amount_bound
+from hltm_resources.engines.understanding import Bound, amount_bound
 from hltm_resources.engines.vocabulary import (
     CANDIDATE_KEYS,
     KEY_ALIASES,
@@ -42,6 +42,7 @@ from hltm_resources.engines.vocabulary import (
     MULTI_KEYS,
     YES_NO_KEYS,
     country_of_place,
+    currency_of,
     in_country_of,
     names_a_site,
     person_of,
@@ -290,14 +291,32 @@ _COMPARE = {
 }
 
 
-def _within(facts: LeafFacts, key: str, bound: tuple[str, int]) -> bool:
+def _within(facts: LeafFacts, key: str, bound: Bound) -> bool:
     """Whether a leaf's number of ``key`` (its first) is within ``bound``; for a pay range,
     its top ("tops out above $150k")."""
     if key == "salary_range":
-        tops = [r[1] for v in facts.values.get(key, ()) if (r := pay_range(v))]
-        return bool(tops) and _COMPARE[bound[0]](tops[0], bound[1])
+        # "tops out above $150k": the top; "starts at £60k or higher": the low end, of a
+        # range in pounds (a band in euros is not compared with a sum in pounds)
+        ranges = [
+            r
+            for v in facts.values.get(key, ())
+            if (r := pay_range(v)) and _in_currency(facts, v, bound.currency)
+        ]
+        ends = [r[0] if bound.low else r[1] for r in ranges]
+        return bool(ends) and _COMPARE[bound.op](ends[0], bound.amount)
     numbers = [int(m.group()) for v in facts.values.get(key, ()) if (m := re.match(r"\d+", v))]
-    return bool(numbers) and _COMPARE[bound[0]](numbers[0], bound[1])
+    return bool(numbers) and _COMPARE[bound.op](numbers[0], bound.amount)
+
+
+def _in_currency(facts: LeafFacts, value: str, code: str | None) -> bool:
+    """Whether a pay range is in the currency ``code`` (any, for None): the one it is written
+    in, else the leaf's currency facet; a leaf stating no currency may be in any."""
+    if code is None:
+        return True
+    if said := currency_of(value):
+        return said == code
+    stated = facts.values.get("currency", ())
+    return not stated or code in stated
 
 
 _SUM = re.compile(r"(\d{1,3}(?:[,.'\u2019 ]\d{3})+|\d+(?:\.\d+)?)\s*([kK])?")

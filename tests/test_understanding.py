@@ -517,11 +517,11 @@ def test_a_bound_on_pay_is_a_bound_on_the_top_of_the_range_no_name():
     a = analyze("which of my reqs top out above $150k", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
     assert (a.form, constraints(a), tuple(a.mentions)) == (
         "list",
-        {"salary_range: above 150000"},
+        {"salary_range: above 150000 USD"},
         (),
     )
     b = analyze("searches paying over 90,000 EUR?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
-    assert constraints(b) == {"salary_range: over 90000"}
+    assert constraints(b) == {"salary_range: over 90000 EUR"}
     c = analyze("which searches hire more than 2 people?", vocab, DEFAULT_SCHEMA, "seat", {}, "s")
     assert constraints(c) == {"headcount: more than 2"}  # a number of people is no pay
 
@@ -644,3 +644,34 @@ def test_a_part_of_a_title_naming_its_head_names_the_title():
 def test_a_why_asked_in_other_words_asks_for_the_cause_of_a_change(question):
     a = read(question, "project:p1")
     assert (a.form, a.asked_key) == ("why", None), question
+
+
+@pytest.mark.parametrize(
+    "question,said",
+    [
+        ("Which searches have a band that starts at £60k or higher?", "at least 60000 GBP"),
+        ("Which roles have a minimum salary of at least 50k?", "at least 50000"),
+        ("Which searches start above €70,000?", "above 70000 EUR"),
+    ],
+)
+def test_a_bound_on_where_the_pay_starts_bounds_the_low_end_in_its_currency(question, said):
+    from hltm_resources.engines.understanding import LOW_END, amount_bound
+
+    vocab = ScopeVocabulary({"salary_range": ["£55-65k"], "currency": ["GBP", "EUR"]})
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    assert constraints(a) == {f"salary_range: {LOW_END} {said}"}, question
+    assert amount_bound(a.constraints[0].value).low
+
+
+def test_a_pay_bound_in_pounds_compares_only_bands_in_pounds():
+    from hltm_resources.engines.understanding import Bound
+    from query.verification import LeafFacts, _within
+
+    def leaf(pay, currency):
+        return LeafFacts([], {"salary_range": [pay], "currency": [currency]}, [])
+
+    at_least_60k = Bound(">=", 60000, low=True, currency="GBP")
+    assert _within(leaf("£62,000 - £70,000", "GBP"), "salary_range", at_least_60k)
+    assert not _within(leaf("£55,000 - £70,000", "GBP"), "salary_range", at_least_60k)
+    assert not _within(leaf("EUR 65,000 - 75,000", "EUR"), "salary_range", at_least_60k)
+    assert _within(leaf("65,000 - 75,000", "GBP"), "salary_range", at_least_60k)

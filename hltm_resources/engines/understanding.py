@@ -124,7 +124,8 @@ _HOW_MEASURE = re.compile(
 )
 #: "have a code name", "with an internal name": an attribute the leaves must state.
 _HAVING = re.compile(
-    r"\b(?:have|has|having|with|carry|carries)\s+(?:a|an|any|some)\s+((?:[\w-]+\s+){0,2}[\w-]+?)"
+    r"\b(?:have|has|having|with|carry|carries|go(?:es)? by|use|uses)\s+(?:a|an|any|some)\s+"
+    r"((?:[\w-]+\s+){0,2}[\w-]+?)"
     r"\s*(?:\?|$|\b(?:and|or|in|at|for|on)\b)",
     re.I,
 )
@@ -492,6 +493,30 @@ BOUNDS = {
     "no more than": "<=",
     "exactly": "=",
 }
+#: The mark of a bound on the low end of a pay range ("starting from at least 60000").
+LOW_END = "starting from"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound a question sets on a number: the comparison, the amount, whether it bounds
+    the low end of a pay range (else its top, or the number), and the currency it is in."""
+
+    op: str
+    amount: int
+    low: bool = False
+    currency: str | None = None
+    #: How the question words the comparison ("over", "at least").
+    words: str = ""
+
+    def said(self) -> str:
+        """The bound as a constraint's value ("at least 60000 GBP"), read by
+        :func:`amount_bound`."""
+        words = self.words or next(w for w, o in BOUNDS.items() if o == self.op)
+        text = f"{words} {self.amount}" + (f" {self.currency}" if self.currency else "")
+        return f"{LOW_END} {text}" if self.low else text
+
+
 #: Words that say an amount exactly ("for a single opening", "with just two hires").
 _EXACTLY = frozenset("a an just only exactly for with".split())
 #: Words a count of hires is said in ("more than one person", "over 2 seats").
@@ -505,6 +530,9 @@ def _compared_amount(
     least 2 openings"): the constraint (``headcount: more than 1``) and the words it spans."""
     t = q.tokens
     for i in range(len(t)):
+        # "a band that starts at £60k or higher", "minimum pay of at least 50k": the low end
+        if t[i] in _LOW_END and (low := _low_end_bound(q, i)) is not None:
+            return low
         said = [*sorted(BOUNDS, key=lambda b: -len(b.split())), *sorted(_EXACTLY)]
         for words in said:
             bound = words.split()
@@ -516,7 +544,8 @@ def _compared_amount(
             words = "exactly" if words in _EXACTLY else words
             money = _money_after(q, j)
             if money is not None:  # "top out above $150k": a bound on the pay
-                return MicroQuery("salary_range", f"{words} {money[0]}"), (i, money[1])
+                said = Bound(BOUNDS[words], money[0], currency=money[2], words=words).said()
+                return MicroQuery("salary_range", said), (i, money[1])
             amount = int(t[j]) if t[j].isdigit() else NUMBER_WORDS.get(t[j])
             after = t[j + 1 : j + 3]
             if amount is None or not any(
@@ -526,13 +555,45 @@ def _compared_amount(
             noun = next(
                 k for k, w in enumerate(after) if _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS
             )
-            return MicroQuery("headcount", f"{words} {amount}"), (i, j + 2 + noun)
+            bound = Bound(BOUNDS[words], amount, words=words)
+            return MicroQuery("headcount", bound.said()), (i, j + 2 + noun)
     return None
 
 
-def _money_after(q: QuestionWords, j: int) -> tuple[int, int] | None:
+#: Words that name the low end of a pay range ("starts at", "a minimum of", "the floor").
+_LOW_END = frozenset("start starts starting begin begins minimum min floor bottom lowest".split())
+#: Words after a sum that make it a bound ("£60k or higher", "50k and up", "40k+").
+_OR_MORE = {("or", "higher"): ">=", ("or", "more"): ">=", ("or", "above"): ">=",
+            ("and", "up"): ">=", ("and", "above"): ">=", ("or", "over"): ">=",
+            ("or", "less"): "<=", ("or", "lower"): "<=", ("or", "below"): "<="}  # fmt: skip
+
+
+def _low_end_bound(q: QuestionWords, i: int) -> tuple[MicroQuery, tuple[int, int]] | None:
+    """A bound on the low end of the pay range a question sets from word ``i`` ("starts at
+    £60k or higher", "minimum of at least 50k", "starting above 40k"); None otherwise."""
+    t = q.tokens
+    j = i + 1
+    while j < len(t) and j <= i + 4 and _money_after(q, j) is None:
+        j += 1
+    money = _money_after(q, j) if j < len(t) else None
+    if money is None:
+        return None
+    between = " ".join(t[i + 1 : j])
+    words = next((w for w in BOUNDS if between.endswith(w)), "")
+    after = tuple(t[money[1] : money[1] + 2])
+    if after in _OR_MORE:  # "£60k or higher"
+        words = "at least" if _OR_MORE[after] == ">=" else "at most"
+    if not words or BOUNDS[words] == "=":
+        return None
+    end = money[1] + (2 if after in _OR_MORE else 0)
+    said = Bound(BOUNDS[words], money[0], low=True, currency=money[2], words=words).said()
+    return MicroQuery("salary_range", said), (i, end)
+
+
+def _money_after(q: QuestionWords, j: int) -> tuple[int, int, str | None] | None:
     """A sum of money written from token ``j`` ("150k", "$150,000", "100 000 EUR"): the
-    amount and the end of its tokens; None for a number that is no sum ("2 hires")."""
+    amount, the end of its tokens and its currency when written; None for a number that is no
+    sum ("2 hires")."""
     t = q.tokens
     m = re.fullmatch(r"(\d+)(k)?", t[j])
     if m is None:
@@ -541,21 +602,26 @@ def _money_after(q: QuestionWords, j: int) -> tuple[int, int] | None:
     if not m.group(2) and end < len(t) and re.fullmatch(r"\d{3}", t[end]):
         amount, end = amount * 1000 + int(t[end]), end + 1  # "100,000" as written
     amount *= 1000 if m.group(2) else 1
+    code = None
     if end < len(t) and t[end] in CURRENCY_WORDS:
-        end += 1  # "100,000 EUR"
-    sign = re.search(r"[$\u20ac\u00a3]\s*$", q.text[: q.text.find(q.raw[j])]) is not None
-    return (amount, end) if amount >= 1000 or sign or m.group(2) else None
+        code, end = CURRENCY_WORDS[t[end]], end + 1  # "100,000 EUR"
+    sign = re.search(r"([$\u20ac\u00a3])\s*$", q.text[: q.text.find(q.raw[j])])
+    code = code or (CURRENCY_WORDS.get(sign.group(1)) if sign else None)
+    return (amount, end, code) if amount >= 1000 or sign or m.group(2) else None
 
 
-def amount_bound(value: str | None) -> tuple[str, int] | None:
-    """The comparison and the amount of a bound (:func:`_compared_amount`): ("more than 1")
-    -> (">", 1); None for a plain value."""
+def amount_bound(value: str | None) -> Bound | None:
+    """The bound a constraint's value states (:meth:`Bound.said`): "more than 1" -> (>, 1),
+    "starting from at least 60000 GBP" -> (>=, 60000, the low end, in GBP); None for a plain
+    value."""
     if not value:
         return None
+    low = value.startswith(LOW_END + " ")
+    value = value[len(LOW_END) + 1 :] if low else value
     for words, op in BOUNDS.items():
-        m = re.fullmatch(re.escape(words) + r" (\d+)", value)
+        m = re.fullmatch(re.escape(words) + r" (\d+)(?: ([A-Z]{3}))?", value)
         if m:
-            return op, int(m.group(1))
+            return Bound(op, int(m.group(1)), low, m.group(2), words)
     return None
 
 
