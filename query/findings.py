@@ -139,6 +139,49 @@ def kind_keys(question: str) -> tuple[str, ...]:
     return ("skill", "preferred_skill")
 
 
+#: A question about what an offer pays ("what did we offer", "the offer letter", "how much
+#: was she offered").
+OFFERED = re.compile(r"\boffer(?:s|ed|ing)?\b", re.I)
+PAY_ASKED = re.compile(r"\bhow much\b|\bsalary\b|\bpay\b|\bpaid\b|\bcomp\b", re.I)
+#: A sum of money as an offer writes it: "€ 7.700", "4 200 €", "CAD 108,000", "£52k".
+_OFFER_SUM = re.compile(
+    r"(?:[€£$]|\b(?:EUR|GBP|USD|CAD|CHF|PLN|SEK|NOK|DKK|AUD)\b)\s?\d[\d.,'\u2019 ]*\d(?:\s?k\b)?"
+    r"|\b\d[\d.,'\u2019 ]*\d(?:\s?k)?\s?(?:[€£]|\b(?:EUR|GBP|USD|CAD|CHF|PLN|SEK|NOK|DKK)\b)"
+)
+
+
+def offer_findings(
+    leaves: ScopeLeaves, subjects: Sequence[str], names: Mapping[str, str]
+) -> list[Finding]:
+    """What the subject leaves' offers pay: the first sum of money in each leaf's offer
+    (a document of kind offer, else a note line that plans one: "Offer planned at CAD
+    108,000"), quoted with its line. A band is the role's; an offer is one candidate's."""
+    out: list[Finding] = []
+    for node in subjects[:MAX_SUBJECTS]:
+        facts = leaves.facts.get(node)
+        if facts is None:
+            continue
+        passages = [p for p in facts.passages if p.kind == "offer"] or [
+            p for p in facts.passages if OFFERED.search(p.text)
+        ]
+        for p in sorted(passages, key=lambda p: (p.doc_id, p.passage_id)):
+            parts = re.split(r"\n|(?<=[.;])\s+(?=[A-Z])|\s*•\s*|\s·\s", p.text)
+            said = [s for s in parts if _OFFER_SUM.search(s)]
+            if p.kind != "offer":
+                said = [s for s in said if OFFERED.search(s)]
+            if said:
+                quote = said[0].strip()
+                m = _OFFER_SUM.search(quote)
+                amount = m.group().strip()
+                if len(quote) > 160:  # the words around the sum, in a passage of one line
+                    start = quote.rfind(" ", 0, max(0, m.start() - 60)) + 1
+                    end = quote.find(" ", min(len(quote), m.end() + 60))
+                    quote = "… " + quote[start : end if end > 0 else None] + " …"
+                out.append(Finding(node, names.get(node, node), amount, None, (p.doc_id,), quote))
+                break
+    return out
+
+
 def key_findings(
     leaves: ScopeLeaves,
     subjects: Sequence[str],

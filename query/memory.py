@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 import warnings
@@ -53,12 +54,15 @@ from hltm_resources.stores.vectors import (
 )
 from hltm_resources.text import fold, humanize_key
 from query.findings import (
+    OFFERED,
+    PAY_ASKED,
     cause_findings,
     evidence_findings,
     key_findings,
     kind_asked,
     kind_keys,
     mentioned_values,
+    offer_findings,
     part_findings,
     states_key,
     why_findings,
@@ -143,6 +147,11 @@ class Retrieval:
     def contexts(self) -> dict[str, list[dict]]:
         """Per view, the retrieved items with scores and provenance (JSON-ready)."""
         return contexts_as_dicts(self.context)
+
+
+#: Words of a question about a role's pay band, not about what one offer pays ("what base
+#: range are we offering").
+_A_BAND = re.compile(r"\b(?:range|band|bracket|scale)\b", re.I)
 
 
 @dataclass
@@ -1103,7 +1112,14 @@ class Memory:
         ):
             pass
         elif analysis.form == "fact":
-            if key:
+            if (
+                OFFERED.search(question)
+                and not _A_BAND.search(question)
+                and (key == "salary_range" or PAY_ASKED.search(question))
+            ):
+                # "What salary did the tools programmer get offered?": the offer's, not the band
+                out.findings = offer_findings(leaves, subjects, names)
+            if key and not out.findings:
                 # An export object holding the attribute in parts ("salary": min, max, ...).
                 out.findings = part_findings(leaves, subjects, key, names)
             if key and key in vocab.values and not out.findings:

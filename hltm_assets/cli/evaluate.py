@@ -151,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "handmade8",
             "handmade9",
             "handmade10",
+            "handmade11",
         ],
         help="answers: the world the questions are about (default demo)",
     )

@@ -112,7 +112,7 @@ _WH_WORDS = frozenset(
     "how many|how much|what|which|who|whom|whose|where|when|why|list|show|find".split("|")
 )
 _YES_NO = re.compile(r"^\W*(is|are|was|were|does|do|did|has|have|can|will|could|any)\b", re.I)
-_ANY = re.compile(r"\b(any|are there|is there|do i have|do we have)\b", re.I)
+_ANY = re.compile(r"\b(any|anything|are there|is there|do i have|do we have)\b", re.I)
 _LEADING = frozenset(
     "s is are was were do does did the this that these those its their our my "
     "his her a an of all".split()
@@ -124,7 +124,8 @@ _HOW_MEASURE = re.compile(
 )
 #: "have a code name", "with an internal name": an attribute the leaves must state.
 _HAVING = re.compile(
-    r"\b(?:have|has|having|with|carry|carries|go(?:es)? by|use|uses)\s+(?:a|an|any|some)\s+"
+    r"\b(?:have|has|having|with|carry|carries|go(?:es)? by|use|uses|tied to|linked to)\s+"
+    r"(?:a|an|any|some)\s+"
     r"((?:[\w-]+\s+){0,2}[\w-]+?)"
     r"\s*(?:\?|$|\b(?:and|or|in|at|for|on)\b)",
     re.I,
@@ -222,6 +223,7 @@ _KEY_WORDS: dict[str, tuple[str, ...]] = {
     "department": ("department", "departments", "team", "teams"),
     "visa_sponsorship": ("sponsor", "sponsors", "sponsorship", "visa", "visas", "work permit"),
     "code_name": ("code name", "code names", "codename", "internal name", "internally"),
+    "salary_range": ("salary", "salaries", "pay", "pays", "paid", "compensation", "wage"),
 }
 
 
@@ -1306,6 +1308,10 @@ def analyze(
             for k in asked_keys(question, {*vocabulary.values, "title", "location"})
             if k not in taken
         ]
+        if _YES_NO.match(question) and not wh:
+            # "Does the senior nurse opening come with visa sponsorship?": a yes or no of the
+            # flag it names; "senior" says which role
+            worded.sort(key=lambda k: k not in YES_NO_KEYS)
         asked_key = worded[0] if worded else None
     if form == "fact" and wh in ("how many", "how much") and asked_key not in NUMBER_DESCRIPTIONS:
         # "How many site managers are we hiring?": a number, of the key that holds it (read

@@ -167,9 +167,11 @@ LABELS_IN_OTHER_LANGUAGES: dict[str, tuple[str, ...]] = {
     ).split(),
     "employment_type": (
         "ansaettelsesform ansettelsesform anstallningsform vertragsart type_de_contrat "
-        "tipo_de_contrato tipo_di_contratto contratto dienstverband rodzaj_umowy "
-        "tipo_de_contrato"
+        "tipo_de_contrato tipo_di_contratto contratto dienstverband rodzaj_umowy"
     ).split(),
+}
+_OTHER_LANGUAGE_LABELS = {
+    label: key for key, labels in LABELS_IN_OTHER_LANGUAGES.items() for label in labels
 }
 KEY_ALIASES: dict[str, str] = {
     alias: key
@@ -364,6 +366,8 @@ def canonical_key(raw_key: str) -> str:
     if last in KEY_ALIASES and KEY_ALIASES[last] not in FEEDBACK_KEYS:
         return KEY_ALIASES[last]
     parts = key.split("_")
+    if len(parts) in (2, 3) and parts[0] in _OTHER_LANGUAGE_LABELS:
+        return _OTHER_LANGUAGE_LABELS[parts[0]]  # "Compétences requises", "Lønn brutto"
     for size in (3, 2):  # "Hiring manager (signature)": a known name, then a gloss of it
         head = "_".join(parts[:size])
         if len(parts) > size and head in KEY_ALIASES:
@@ -435,6 +439,9 @@ def canonical_value(key: str, value: str) -> str | None:
     if key in ("title", "location", "department", "language"):
         return title_case(value)
     if key == "hiring_manager":
+        # "Nadia Belkacem. Offer planned at ...": the name, not the sentence after it
+        titles = m.group() if (m := _HONORIFIC.match(value)) else ""  # "Prof. Dr. "
+        value = titles + re.split(r"(?<=\w\w)\.\s+(?=[A-Z])", value[len(titles) :])[0]
         return _CREDENTIALS.sub("", value) or value  # "Kenji Aramaki, PhD" is Kenji Aramaki
     return value
 
@@ -638,7 +645,15 @@ def place_name(value: str) -> str:
     words = parts[0] if parts else value.split()
     if len(words) > 1 and words[-1].isupper() and fold(words[-1]) in REGION_CODES:
         words = words[:-1]  # "Austin TX" is Austin
-    return " ".join(words)
+    name = " ".join(words)
+    if len(parts) > 1 and not city_name(name):
+        # "Sint-Servaas, Maastricht": a site first, its city after it
+        name = next((" ".join(p) for p in parts[1:] if city_name(" ".join(p))), name)
+    if len(name.split()) > 1 and not city_name(name):
+        # "Hallward Klinikum Aachen", "Stockholm Arlanda", "Dublin 2": the city of a site
+        first, *_, last = name.split()
+        name = next((w for w in (last, first) if city_name(w)), name)
+    return name
 
 
 def names_a_site(value: str) -> bool:
@@ -700,6 +715,10 @@ TITLE_HEADS = frozenset(
     "auditor cashier chef pilot welder paralegal porter courier surveyor underwriter actuary "
     "broker trader".split()
 )
+#: Titles before a name ("Dr. Pieter Claes", "Prof. Dr. Klaus Rennert"): no part of who.
+_HONORIFIC = re.compile(
+    r"^(?:(?:Dr|Prof|Mr|Mrs|Ms|Mx|Dott|Ing|Mag|Drs|Ir|Mme|Mlle|Sr|Sra|Hr|Fr)\.?\s+)+"
+)
 #: Words of a position held, besides :data:`TITLE_HEADS` ("VP Revenue", "Chief Pilot").
 _POSITION_WORDS = frozenset("vp svp evp chief ceo cto coo cfo cpo cmo president founder".split())
 
@@ -708,9 +727,11 @@ def person_of(value: str) -> str:
     """The person a value names, without the position written after the name ("Maja Ek" of
     "Maja Ek, Cabin Services Manager", "Andris Kalniņš (Base Maintenance Manager)" or
     "Inês Barros, Director of Rooms – Iberia"). Two people named together stay two."""
-    bare = without_asides(value, " ").strip()
+    bare = _HONORIFIC.sub("", without_asides(value, " ")).strip()
     parts = re.split(r",|\s[-\u2013\u2014]\s", bare, maxsplit=1)
-    if len(parts) == 2 and set(fold(parts[1]).split()) & (TITLE_HEADS | _POSITION_WORDS):
+    rest = parts[1].strip() if len(parts) == 2 else ""
+    # "Head of Radiology", "cheffe de service maternité": a position, not a second person
+    if rest and (rest[:1].islower() or set(fold(rest).split()) & (TITLE_HEADS | _POSITION_WORDS)):
         return parts[0].strip()
     return bare
 

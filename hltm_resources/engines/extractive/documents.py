@@ -366,6 +366,8 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
             cue = re.search(r"\bhiring\s+manager\b", sentence, re.I)
             if not cue or negated_in_text(sentence, cue.start(), cue.end()):
                 continue
+            if _SELF_MANAGER.search(sentence):
+                continue  # "Salut Delphine, ... I'm the hiring manager": the writer is
             named = next(
                 (
                     n
@@ -620,8 +622,10 @@ def document_facets(doc: Document) -> list[RawFacet]:
             continue  # in prose, only a line led by a well-known key name counts
         if feedback and f.by not in ("name", None):
             continue  # a note on a candidate is not read for the role's facts by their form
-        if feedback and key in YES_NO_KEYS:
-            continue  # "Visa: not required (settled status)": the candidate's, not the role's
+        if feedback and key in YES_NO_KEYS | {"location"}:
+            # "Visa: not required (settled status)", "Location: Seattle — US citizen": the
+            # candidate's, not the role's
+            continue
         if feedback and f.key is None and key not in KEY_ORDER:
             continue  # "Slurm / scheduler ops: 5/5", "Pau Ferrer: too junior": of a candidate
         # A note on candidates (an offer, a scorecard) restates the role in passing: its
@@ -643,8 +647,10 @@ def document_facets(doc: Document) -> list[RawFacet]:
     if not feedback:
         found.extend((k, v, False, True, c) for k, v, c in _prose_facets(prose_of(doc.text)))
         sender = _SENDER.search(doc.text)
-        if sender and _SELF_MANAGER.search(doc.text):  # "I'm the hiring manager": who wrote
-            found.append(("hiring_manager", sender.group(1).strip(), False, True, False))
+        if sender and (said := _SELF_MANAGER.search(doc.text)):  # "I'm the hiring manager"
+            start, end = _sentence_around(doc.text, said.start())
+            changes = bool(_CHANGE.search(doc.text[start:end]))  # "as of this week I'm ..."
+            found.append(("hiring_manager", sender.group(1).strip(), False, True, changes))
     if event and event.rejected and event.reason:
         found.append(("rejection_reason", event.reason, structured, True, False))
     # Openings counted per place ("Posts: 2 (Rotterdam x1, Utrecht x1)") name the places.

@@ -290,7 +290,7 @@ def _line_pair(line: str) -> tuple[str, str] | None:
         # a sentence led by a few words, not a field
         return None
     if m and _is_label(m.group(1)):
-        return m.group(1).strip(), m.group(2)
+        return m.group(1).strip(), _plain_value(m.group(2))
     m = _HYPHEN_LINE.match(line)
     if m and _is_label(m.group(1)):
         label = m.group(1).strip()
@@ -298,6 +298,23 @@ def _line_pair(line: str) -> tuple[str, str] | None:
         if label.isupper() or snake_key(label) in KEY_ALIASES:
             return label, m.group(2)
     return None
+
+
+#: A YAML comment after a value ("hybrid   # 3 studio days").
+_COMMENT = re.compile(r"\s{2,}#.*$|\s+#\s.*$")
+#: A YAML mapping written on one line ("{city: Montreal, province: QC, country: Canada}").
+_FLOW_MAPPING = re.compile(r"^\{\s*(\w[\w ]*:\s*[^{}]*)\}$")
+
+
+def _plain_value(value: str) -> str:
+    """A field's value without a YAML comment after it, and a mapping written on one line
+    as its values ("Montreal, QC, Canada")."""
+    value = _COMMENT.sub("", value).strip()
+    if m := _FLOW_MAPPING.match(value):
+        parts = [p.split(":", 1) for p in m.group(1).split(",")]
+        if all(len(p) == 2 for p in parts):
+            return ", ".join(v.strip().strip("\"'") for _, v in parts if v.strip())
+    return value
 
 
 def _cells(line: str, sep: str) -> list[str]:

@@ -26,7 +26,7 @@ from query.memory import Memory
 #: The worlds the hand-written questions were written over: ``demo`` is what ``hltm demo``
 #: builds (seed 7, dev phrasing); ``heldout`` a world of the held-out phrasing half;
 #: ``handmade`` a snapshot written by hand, independent of the generator (its directory
-#: under ``tests/fixtures/answers``); ``handmade2`` to ``handmade10`` others, by other hands
+#: under ``tests/fixtures/answers``); ``handmade2`` to ``handmade11`` others, by other hands
 #: (which were read and which only reported: ``tests/fixtures/answers/README.md``).
 WORLDS: dict[str, tuple[int, str] | str] = {
     "demo": (7, "dev"),
@@ -41,6 +41,7 @@ WORLDS: dict[str, tuple[int, str] | str] = {
     "handmade8": "handmade8/snapshot",
     "handmade9": "handmade9/snapshot",
     "handmade10": "handmade10/snapshot",
+    "handmade11": "handmade11/snapshot",
 }
 ANSWER_SYSTEMS = ("hltm", "flat_rag", "full_context")
 
