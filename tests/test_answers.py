@@ -624,3 +624,30 @@ def test_a_kind_no_document_names_lists_the_roles_skills_closest_first(handmade8
     r = memory.ask("Which cloud platform does the loyalty data engineer search need?", "seat:nv-s3")
     assert "Azure Databricks" in r.answer and "project:nv-13" in r.references, r.answer
     assert "No document names the cloud platform as such" in r.answer
+
+
+# -- a ninth hand's world (development since its first report) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def handmade9(tmp_path_factory):
+    yield from _snapshot_world(tmp_path_factory, "handmade9")
+
+
+@pytest.mark.parametrize(
+    "scope,question,said,node",
+    [
+        # an offer's sum, not the band ("Monthly gross salary: € 7.700" in the offer letter)
+        ("project:ha-06", "What monthly gross salary went into the offer letter?", "7.700",
+         "ha-06"),
+        ("account:corvid", "What salary did the tools programmer get offered?", "64,000", "co-04"),
+        # a yes or no of the flag the question names, "senior" says which role
+        ("seat:ha-s1", "Does the senior ICU charge nurse opening come with visa sponsorship?",
+         "no", "ha-02"),
+    ],
+)  # fmt: skip
+def test_offers_and_flags_asked_about_one_role(handmade9, scope, question, said, node):
+    _, memory = handmade9
+    r = memory.ask(question, scope=scope)
+    assert said in r.answer.split(" — ")[0], r.answer
+    assert f"project:{node}" in r.references, r.answer

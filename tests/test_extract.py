@@ -1282,3 +1282,37 @@ def test_a_writer_who_says_they_are_the_hiring_manager_is_the_hiring_manager():
     assert ("hiring_manager", "Ines Duarte") in facets_of(doc(mail, kind="email"))
     signed = "Position: Buyer\nHiring manager (signature): P. Nowak"
     assert ("hiring_manager", "P. Nowak") in facets_of(doc(signed))
+
+
+def test_yaml_comments_and_one_line_mappings_are_no_part_of_a_value():
+    yaml = (
+        "title: Engine Programmer\nlocation: {city: Montreal, province: QC, country: Canada}\n"
+        "work_model: hybrid        # 3 studio days\nhiring_manager: Ana Roy    # Tech Director"
+    )
+    found = facets_of(doc(yaml))
+    assert {("location", "Montreal, QC, Canada"), ("hiring_manager", "Ana Roy")} <= found
+
+
+def test_a_reply_from_the_new_hiring_manager_replaces_the_old_one_not_the_greeting():
+    req = doc("Title: Rigging Artist\nHiring manager: Marta Nowak", updated="2025-01-01")
+    reply = doc(
+        "From: Jean Roy <jean.roy@example.com>\nSubject: RE: handover\n\nSalut Delphine,\n\n"
+        "Confirmed: as of this week I'm the hiring manager for the rigging search.",
+        kind="email",
+        doc_id="d2",
+        updated="2025-03-01",
+    )
+    assert ("hiring_manager", "Jean Roy") in facets_of(req, reply)
+
+
+def test_a_candidates_location_in_feedback_is_not_the_roles():
+    req = doc("Title: Engine Programmer\nLocation: Montreal, Canada")
+    feedback = doc("Candidate: R. O'Connell\nLocation: Seattle, WA, USA", "feedback", "d2")
+    assert {v for k, v in facets_of(req, feedback) if k == "location"} == {"Montreal, Canada"}
+
+
+def test_a_managers_titles_and_position_are_no_part_of_who_they_are():
+    for written in ("Prof. Dr. Klaus Berg", "Dr Klaus Berg, chef de service", "K. Berg"):
+        assert same_value_key("hiring_manager", written).endswith("berg"), written
+    assert same_value_key("hiring_manager", "Prof. Dr. Klaus Berg") == "klaus berg"
+    assert ("hiring_manager", "Nadia Bel") in facets_of(doc("HM: Nadia Bel. Offer planned."))

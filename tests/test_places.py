@@ -47,3 +47,12 @@ def test_a_country_by_any_of_its_names():
     assert {country_code(n) for n in ("UK", "United Kingdom", "Scotland")} == {"GB"}
     assert in_country_of("Roma, Italia", "italy")
     assert not in_country_of("Roma, Italia", "spain")
+
+
+@pytest.mark.parametrize(
+    "value,city",
+    [("Sint-Servaas, Maastricht", "maastricht"), ("Hallward Klinikum Aachen", "aachen"),
+     ("Stockholm Arlanda, Sverige", "stockholm"), ("Dublin 2 - Grand Canal Dock", "dublin")],
+)  # fmt: skip
+def test_a_site_written_with_its_city_is_that_city(value, city):
+    assert same_value_key("location", value) == city

@@ -306,13 +306,18 @@ _COMMENT = re.compile(r"\s{2,}#.*$|\s+#\s.*$")
 _FLOW_MAPPING = re.compile(r"^\{\s*(\w[\w ]*:\s*[^{}]*)\}$")
 
 
+#: The parts of a range written as a mapping ("{currency: USD, min: 90000, max: 110000}").
+_RANGE_PARTS = frozenset("min max from to low high minimum maximum".split())
+
+
 def _plain_value(value: str) -> str:
     """A field's value without a YAML comment after it, and a mapping written on one line
     as its values ("Montreal, QC, Canada")."""
     value = _COMMENT.sub("", value).strip()
     if m := _FLOW_MAPPING.match(value):
         parts = [p.split(":", 1) for p in m.group(1).split(",")]
-        if all(len(p) == 2 for p in parts):
+        keys = {fold(p[0]) for p in parts}
+        if all(len(p) == 2 for p in parts) and not keys & _RANGE_PARTS:  # a range: one value
             return ", ".join(v.strip().strip("\"'") for _, v in parts if v.strip())
     return value
 
