@@ -32,7 +32,14 @@ from hltm_resources.engines.vocabulary import (
     TITLE_HEADS,
     same_value_key,
 )
-from hltm_resources.text import NUMBER_WORDS, STOPWORDS, fold, humanize_key, number_pattern
+from hltm_resources.text import (
+    NUMBER_WORDS,
+    STOPWORDS,
+    fold,
+    humanize_key,
+    number_pattern,
+    unaccented,
+)
 from query.verification import (
     KnownValues,
     LeafFacts,
@@ -101,6 +108,22 @@ _DATE = re.compile(
     rf"(?:,?\s+\d{{4}})?|(?:early|mid|late)[- ]{_MONTH}|q[1-4](?:\s+\d{{4}})?)\b",
     re.I,
 )
+#: The labels of a message's date in its header, in the languages notes are written in.
+_SENT_LABELS = frozenset(
+    "sent date datum fecha data envoye envoye le gesendet received verzonden skickat sendt".split()
+)
+_SENT_BEFORE = re.compile(
+    r"\b(?:" + "|".join(sorted(_SENT_LABELS, key=len, reverse=True)) + r")\s*:\s*(?:\w{3},?\s*)?$",
+    re.I,
+)
+
+
+def _sent_on(text: str, m: re.Match) -> bool:
+    """Whether the date ``m`` found in ``text`` is when a message was sent ("Sent: Mon, 10
+    Feb 2025"), not a date it states."""
+    return bool(_SENT_BEFORE.search(unaccented(text[max(0, m.start() - 24) : m.start()])))
+
+
 #: A name written in capitals inside a sentence ("Project Kestrel", "Albatross").
 _PROPER = re.compile(rf"\b([{_UPPER}][\w'\-]*(?:\s+[{_UPPER}][\w'\-]*){{0,2}})")
 _NUMBER_WORDS = {**NUMBER_WORDS, "a dozen": 12}
@@ -548,6 +571,8 @@ def _answer_in(
             return value, f"{label}: {value}"
     if analysis.answer_type == "date":
         for label, value in units:  # "target_start: 2026-05-01" for "when ... start?"
+            if fold(label) in _SENT_LABELS:
+                continue  # "Sent: Mon, 10 Feb 2025": when a message was written
             if content & {stem(w) for w in _split_tokens(label)} and (m := _DATE.search(value)):
                 return m.group(1), f"{label}: {value}"
     said_of_someone = ""  # a sentence that answers "who", naming no one itself
@@ -578,8 +603,15 @@ def _answer_in(
                 word = m.group(1).lower()
                 return str(_NUMBER_WORDS.get(word, word)), sentence
         elif analysis.answer_type == "date":
-            m = _DATE.search(sentence)
-            if m and (names_it or content & {stem(t) for t in tokens}):
+            dates = [m for m in _DATE.finditer(sentence) if not _sent_on(sentence, m)]
+            if dates and (names_it or content & {stem(t) for t in tokens}):
+                # of several dates, the one nearest the question's words ("start ... 1 Sept")
+                at = [
+                    w.start()
+                    for w in re.finditer(r"\w+", sentence)
+                    if stem(fold(w.group())) in content
+                ]
+                m = min(dates, key=lambda d: min((abs(d.start() - a) for a in at), default=0))
                 return m.group(1), sentence
         elif names_it:
             after = _after_phrase(sentence, wanted) or _named_beside(sentence, wanted, known_values)

@@ -1316,3 +1316,27 @@ def test_a_managers_titles_and_position_are_no_part_of_who_they_are():
         assert same_value_key("hiring_manager", written).endswith("berg"), written
     assert same_value_key("hiring_manager", "Prof. Dr. Klaus Berg") == "klaus berg"
     assert ("hiring_manager", "Nadia Bel") in facets_of(doc("HM: Nadia Bel. Offer planned."))
+
+
+def test_a_reply_answering_the_questions_it_quotes_states_its_answers():
+    reply = (
+        "From: P. Claes\nSubject: Re: new req\n\nYes, please open it. Answers inline.\n\n"
+        "> From: M. Kerkhoff\n> Sent: Mon, 10 Feb 2025 09:05\n>\n"
+        "> 3. Band?\n€145,000 – €185,000 per year (gross).\n> 4. Sponsorship?\nYes, via the "
+        "kennismigrant route.\n"
+    )
+    found = facets_of(doc(reply, kind="email"))
+    assert ("salary_range", "€145,000 – €185,000 per year (gross)") in found
+    assert any(k == "visa_sponsorship" and v.startswith("Yes") for k, v in found), found
+
+
+def test_handing_a_search_over_to_someone_makes_them_its_hiring_manager():
+    req = doc("Title: ED Physician\nHiring manager: Klaus Berg", updated="2025-01-01")
+    mail = doc(
+        "I am handing over the ED physician search (2 posts) to Dr. Miriam Okafor, effective"
+        " today. The nursing search stays with me.",
+        kind="email",
+        doc_id="d2",
+        updated="2025-03-01",
+    )
+    assert ("hiring_manager", "Miriam Okafor") in facets_of(req, mail)

@@ -127,6 +127,11 @@ _MANAGER_IN_PROSE = re.compile(
     r"step(?:ping|s)?\s+in)\s+as\s+(?:the\s+)?hiring\s+manager\b"
     r"|\b(?:[Hh]iring\s+manager|HM)\s*(?:is|will be|[:=\u2013\u2014]|-\s)\s*(?:now\s+)?"
     + _NAME_WORDS
+    # "I am handing over the ED physician search ... to Dr. Miriam Okafor": the search's
+    # manager from now on
+    + r"|\b[Hh]and(?:ing|s|ed)?\s+(?:it\s+|this\s+)?over\s+(?:the\s+)?(?:[\w()/,-]+\s+){0,10}?"
+    r"(?:search|req|requisition|role|hire|vacancy|position)\b[^.;]{0,60}?\bto\s+"
+    r"(?:(?:Dr|Prof|Mr|Mrs|Ms)\.?\s+)*" + _NAME_WORDS
 )
 #: Words of a role, not of a person's name ("Frontend Engineer", "VP Digital Health"), and
 #: greetings ("Hi Priya", "Ciao Chiara"): a name after them is the reader's.
@@ -356,7 +361,8 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
     for m in _MANAGER_IN_PROSE.finditer(text):
         name = next(g for g in m.groups() if g)
         if not negated_in_text(text, m.start(), m.end()):
-            out.append(("hiring_manager", name, _as_change(text, m.start())))
+            handed = m.group().lower().startswith("hand")  # a handover is a change
+            out.append(("hiring_manager", name, handed or _as_change(text, m.start())))
             break
     else:
         # "Alan Whitcombe, Director of Clinical Engineering (hiring manager)", "reports to

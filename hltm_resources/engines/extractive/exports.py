@@ -116,7 +116,7 @@ def read_export(text: str) -> tuple[list[ExportField], bool]:
             return _typed(list(_json_fields(obj, ()))), True
     if (tree := xml_tree(text)) is not None:
         return _typed(list(_json_fields(tree, ()))), True
-    lines = [ln for ln in markup_text(forwarded(text)).splitlines() if ln.strip()]
+    lines = [ln for ln in markup_text(without_quoted(text)).splitlines() if ln.strip()]
     pairs, used = text_fields(lines)
     ranges = _ranges(dict(pairs), ())  # "salary_min=...", "salary_max=...": one range
     used_parts = {part for _, _, parts in ranges for part in parts}
@@ -426,14 +426,36 @@ def forwarded(text: str) -> str:
     return re.sub(r"^[ \t]*>[ \t]?", "", text, flags=re.M) if _FORWARDED.search(text) else text
 
 
+#: A question a reply quotes ("> 2. Site and working pattern?"), answered on the next line.
+_QUOTED_QUESTION = re.compile(r"^\s*>\s?(?:\d{1,2}[.)]\s*)?([^>?\n]{2,60}?)\s*\?\s*$")
+
+
+def _inline_answers(text: str) -> list[str]:
+    """The answers a reply writes under the questions it quotes, as "question: answer" lines
+    ("> 3. Band?" then "€145,000 – €185,000 per year" is "Band: €145,000 – €185,000 ...")."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        asked = _QUOTED_QUESTION.match(line)
+        answer = lines[i + 1].strip()
+        if asked and answer and not answer.startswith(">"):
+            out.append(f"{asked.group(1).strip()}: {answer}")
+    return out
+
+
 def without_quoted(text: str) -> str:
     """A message without the earlier messages it quotes (lines led by ">", what follows an
     "Original Message" rule or an "On ..., X wrote:" line): they state what was, not what
-    is. A forwarded message passes on what it quotes: its quoted lines are read as its own."""
+    is. A forwarded message passes on what it quotes: its quoted lines are read as its own;
+    a reply that answers the questions it quotes under each one states its answers
+    (:func:`_inline_answers`)."""
     if _FORWARDED.search(text):
         return forwarded(text)
     m = _QUOTED.search(text)
-    return text[: m.start()].rstrip() if m and m.start() > 0 else text
+    if not m or m.start() == 0:
+        return text
+    answers = _inline_answers(text[m.start() :])
+    return "\n".join([text[: m.start()].rstrip(), *answers]).rstrip()
 
 
 def prose_of(text: str) -> str:
