@@ -21,7 +21,7 @@ from hltm_resources.models import Document, Passage
 from hltm_resources.text import collapse_ws, sentences
 
 #: Bump when passages are cut differently: it is part of every leaf's input hash.
-EVIDENCE_VERSION = 5
+EVIDENCE_VERSION = 6
 PASSAGE_CHARS = 320
 #: How much of each neighbour a passage's context carries.
 NEIGHBOUR_CHARS = 300

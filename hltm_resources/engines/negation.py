@@ -10,8 +10,9 @@ within its clause.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
+
+from hltm_resources.text import unaccented
 
 #: Words that negate what is near them ("n't" folds to "t").
 NEGATORS = frozenset("not no never without non nor neither cannot unable t".split())
@@ -46,10 +47,7 @@ def tokenize(text: str) -> list[str]:
 def _lower_plain(text: str) -> str:
     """Lowercase without accents, as ``fold`` reads text before taking its words (not
     cached: passages are read once)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(c for c in text if not unicodedata.combining(c))
-    return text.lower()
+    return unaccented(text).lower()
 
 
 def negated(tokens: Sequence[str], start: int, end: int) -> bool:
