@@ -1340,3 +1340,12 @@ def test_handing_a_search_over_to_someone_makes_them_its_hiring_manager():
         updated="2025-03-01",
     )
     assert ("hiring_manager", "Miriam Okafor") in facets_of(req, mail)
+
+
+def test_the_range_a_band_had_before_is_not_the_range_it_has():
+    note = doc(
+        "The committee approved a revised band: €76,000 – €90,000 gross per year (was €70,000"
+        " – €85,000).",
+        kind="email",
+    )
+    assert {v for k, v in facets_of(note) if k == "salary_range"} == {"€76,000 – €90,000"}

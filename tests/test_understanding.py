@@ -675,3 +675,22 @@ def test_a_pay_bound_in_pounds_compares_only_bands_in_pounds():
     assert not _within(leaf("£55,000 - £70,000", "GBP"), "salary_range", at_least_60k)
     assert not _within(leaf("EUR 65,000 - 75,000", "EUR"), "salary_range", at_least_60k)
     assert _within(leaf("65,000 - 75,000", "GBP"), "salary_range", at_least_60k)
+
+
+def test_what_a_named_role_pays_asks_for_its_pay_and_names_the_role():
+    vocab = ScopeVocabulary({"title": ["Pharmacy Technician", "Hospital Pharmacist"]})
+    a = analyze(
+        "What does the pharmacy technician job pay?", vocab, DEFAULT_SCHEMA, "seat", {}, "s"
+    )
+    assert (a.form, a.asked_key, constraints(a)) == (
+        "fact",
+        "salary_range",
+        {"title: Pharmacy Technician"},
+    )
+
+
+def test_who_as_hiring_manager_asks_for_the_manager_whatever_else_its_words_name():
+    vocab = ScopeVocabulary({"title": ["Emergency Nurse"], "department": ["ZNA"]})
+    question = "Who do I go to as hiring manager for the emergency department nurses?"
+    a = analyze(question, vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    assert a.asked_key == "hiring_manager"

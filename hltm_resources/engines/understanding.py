@@ -899,7 +899,8 @@ def _one_title(mentions: list[Mention], question: str) -> list[Mention]:
 
 #: "What does this role ...", "what will the position ...": the leaf is the question's subject.
 _SUBJECT = re.compile(
-    r"^\W*what\s+(?:does|do|did|will|would|should|can)\s+(?:this|that|the|our|my|your)\s+\w+",
+    r"^\W*what\s+(?:does|do|did|will|would|should|can)\s+(?:this|that|the|our|my|your)\s+"
+    r"(?:[\w-]+\s+){0,5}?(?:role|job|search|position|opening|req|vacancy|post)s?\b",
     re.I,
 )
 #: The words that ask about a yes/no key in a list or a count.
@@ -1091,8 +1092,14 @@ def analyze(
         noun, noun_level = [], None  # what follows describes the subject, not what is asked
     # The attribute a noun names ("the hiring lead", "the code name") is what is asked, never
     # a constraint: the seniority Lead is not named in "the hiring lead".
-    if noun and _singular(noun[0]) in LEAF_WORDS and (subject := _SUBJECT.search(question)):
-        noun = []  # "What does this role require?": the role is the subject, not what is asked
+    if (
+        noun
+        and (_singular(noun[0]) in LEAF_WORDS or _singular(noun[-1]) in LEAF_WORDS)
+        and (subject := _SUBJECT.search(question))
+    ):
+        # "What does this role require?", "what does the pharmacy technician job pay?": the
+        # role is the subject (its words say which), not what is asked
+        noun = []
         verb = fold(question[subject.end() :]).split()[:1]
         if verb and KEY_ALIASES.get(verb[0]) in KEY_ORDER:
             noun = verb  # "What does this role pay?": the key the verb names
@@ -1308,6 +1315,10 @@ def analyze(
             for k in asked_keys(question, {*vocabulary.values, "title", "location"})
             if k not in taken
         ]
+        if wh in ("who", "whom", "whose") and person_key:
+            # "Who do I go to as hiring manager for the emergency department nurses?": the
+            # person's part it names, not the department its other words name
+            worded = [person_key, *[k for k in worded if k != person_key]]
         if _YES_NO.match(question) and not wh:
             # "Does the senior nurse opening come with visa sponsorship?": a yes or no of the
             # flag it names; "senior" says which role

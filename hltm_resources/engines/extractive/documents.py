@@ -488,11 +488,20 @@ _PAY_WORDS = re.compile(
 )
 
 
+#: Words before a value a fact had: "(was €70,000 – €85,000)", "previously 2", "up from".
+_WAS_BEFORE = re.compile(
+    r"\b(?:was|were|previously|formerly|old|instead of|up from|down from|originally)\s*:?\s*$",
+    re.I,
+)
+
+
 def _amounts(sentence: str) -> list[tuple[str, str]]:
     """The pay range and number of hires a sentence gives, the last one it names ("the band
     goes to EUR 66,000 - 76,000", "headcount goes from 2 to 3", "£85-95k base")."""
     out = []
     pay = list(_PAY_RANGE.finditer(sentence))
+    # "€76,000 – €90,000 (was €70,000 – €85,000)": the range it had is no range it has
+    pay = [m for m in pay if not _WAS_BEFORE.search(sentence[max(0, m.start() - 16) : m.start()])]
     alone = bool(pay) and len(pay[-1].group(0)) * 2 >= len(sentence.strip(" -*\u2022."))
     if pay and (alone or _PAY_WORDS.search(sentence)):  # "- CAD 60,000 – 72,000" says pay
         out.append(("salary_range", pay[-1].group(0)))
