@@ -1349,3 +1349,28 @@ def test_the_range_a_band_had_before_is_not_the_range_it_has():
         kind="email",
     )
     assert {v for k, v in facets_of(note) if k == "salary_range"} == {"€76,000 – €90,000"}
+
+
+def test_a_csv_under_a_title_line_and_a_persons_fields_are_read_as_they_are():
+    export = (
+        "Greenhouse export · 2025-01-21\nJob ID;Job Name;Office;Openings;HM\n"
+        "48213077;Engine Programmer;Montreal, CA;1;Ana Roy"
+    )
+    found = facets_of(doc(export))
+    assert {("title", "Engine Programmer"), ("location", "Montreal, CA")} <= found
+    assert canonical_key("hm_nm") == "hiring_manager" and canonical_key("hm_role") == "hm_role"
+    assert canonical_key("loc_cty") == "location"
+
+
+def test_a_site_and_its_city_in_one_export_is_the_city():
+    export = '{"org": {"site": "Sint-Servaas"}, "loc": {"cty": "Maastricht", "ctry": "NL"}}'
+    assert {v for k, v in facets_of(doc(export)) if k == "location"} == {"Maastricht"}
+
+
+def test_a_reply_filling_in_quoted_labels_states_them():
+    reply = (
+        "From: N. Bel\nSubject: Re: req\n\nFilled in below.\n\n> Hi, I need:\n> - where:\n"
+        "Montreal studio, hybrid\n> - pay:\nCAD 95,000–115,000 a year\n"
+    )
+    found = facets_of(doc(reply, kind="email"))
+    assert ("salary_range", "CAD 95,000–115,000 a year") in found, found

@@ -108,7 +108,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ).split(),
     "headcount": (
         "headcount openings number_of_openings positions_open num_openings number_of_hires "
-        "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc heads"
+        "vacancies positions posts number_of_posts seats fte fte_count no_of_hires hires hc heads "
+        "how_many"
     ).split(),
     "candidate": "candidate candidate_name applicant applicant_name name_of_candidate".split(),
     "decision": "decision outcome status result recommendation verdict".split(),
@@ -338,6 +339,9 @@ ABBREVIATIONS = {
     "num": "number",
     "dept": "department",
     "func": "function",
+    "cty": "city",
+    "ctry": "country",
+    "nm": "name",
 }
 
 
@@ -346,6 +350,10 @@ def unabbreviated(key: str) -> str:
     return "_".join(ABBREVIATIONS.get(p, p) for p in key.split("_"))
 
 
+#: Keys whose values are people: a field under one ("hm.role") is about the person.
+_PERSON_FIELDS = frozenset({"hiring_manager", "candidate"})
+#: What a field under a person names when it names the person ("name", "signature").
+_NAME_PARTS = frozenset("name full_name signature sign sig display_name".split())
 #: Words of a field's name that give the unit of its value, not what it is.
 _UNIT_WORDS = frozenset("year yr annual annually month mo monthly gross net pa".split())
 
@@ -355,6 +363,12 @@ def canonical_key(raw_key: str) -> str:
     key = snake_key(raw_key)
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
+    parts = unabbreviated(key).split("_")
+    for size in (2, 1):  # "hm.nm", "Hiring manager (signature)": the person; "hm.role": theirs
+        head = "_".join(parts[:size])
+        if len(parts) > size and KEY_ALIASES.get(head) in _PERSON_FIELDS:
+            rest = "_".join(parts[size:])
+            return KEY_ALIASES[head] if rest in _NAME_PARTS else key
     if (full := unabbreviated(key)) != key and (found := canonical_key(full)) != full:
         return found
     last = key.rsplit("_", 1)[-1]

@@ -915,6 +915,9 @@ def reconcile(
                     # of one date, the value stated as a change ("drops to 1 head")
                     max((i.updated_at, i.changes) for i in groups[g]),
                     len({i.doc_id for i in groups[g]}),
+                    # a site and its city in one export ("site: Sint-Servaas", "city:
+                    # Maastricht"): the city
+                    key != "location" or city_name(place_name(groups[g][0].value)) is not None,
                 ),
                 reverse=True,
             )

@@ -337,6 +337,13 @@ def text_fields(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]:
     if len(rows) < 2:  # "FIELD | VALUE" rows written without their outer bars
         piped = [i for i, ln in enumerate(lines) if "|" in ln]
         rows = piped if len(piped) >= 2 and len(piped) * 2 >= len(lines) else rows
+    if len(rows) < 2 and len(lines) >= 3:
+        for sep in (";", "\t"):
+            width = lines[1].count(sep)
+            if width >= 2 and lines[2].count(sep) == width and lines[0].count(sep) < width:
+                # "Greenhouse export · 2025-01-21" above a header and its rows: the table
+                pairs, used = text_fields(lines[1:])
+                return pairs, {i + 1 for i in used}
     if len(rows) >= 2:
         sep, table = "|", [i for i in rows if not _TABLE_RULE.match(lines[i])]
     else:
@@ -426,8 +433,11 @@ def forwarded(text: str) -> str:
     return re.sub(r"^[ \t]*>[ \t]?", "", text, flags=re.M) if _FORWARDED.search(text) else text
 
 
-#: A question a reply quotes ("> 2. Site and working pattern?"), answered on the next line.
-_QUOTED_QUESTION = re.compile(r"^\s*>\s?(?:\d{1,2}[.)]\s*)?([^>?\n]{2,60}?)\s*\?\s*$")
+#: A question a reply quotes ("> 2. Site and working pattern?", "> - pay:"), answered on the
+#: next line.
+_QUOTED_QUESTION = re.compile(
+    r"^\s*>\s?(?:\d{1,2}[.)]\s*|[-*\u2022]\s*)?([^>?:\n]{2,60}?)\s*[?:]\s*$"
+)
 
 
 def _inline_answers(text: str) -> list[str]:
