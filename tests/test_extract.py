@@ -1374,3 +1374,10 @@ def test_a_reply_filling_in_quoted_labels_states_them():
     )
     found = facets_of(doc(reply, kind="email"))
     assert ("salary_range", "CAD 95,000–115,000 a year") in found, found
+
+
+def test_a_take_home_exercise_and_a_panelists_aside_say_nothing_of_the_workplace():
+    note = doc("- Maxime: take-home excellent. Offer next week.", kind="note")
+    assert not any(k == "workplace_type" for k, _ in facets_of(note))
+    brief = doc("Panel: Nadia (HM), Agnieszka Kowal (QA, remote from Kraków).", kind="brief")
+    assert not any(k == "workplace_type" for k, _ in facets_of(brief))

@@ -261,7 +261,9 @@ def workplace_of(text: str) -> str | None:
     if fold(text) in WORKPLACE_WORDS:
         return WORKPLACE_WORDS[fold(text)]
     present = set(words)
-    remote = bool(present & _REMOTE_WORDS)
+    # "home" is where one works ("from home", "home-based"), not a "take-home" exercise
+    at_home = any(w == "home" and (i == 0 or words[i - 1] != "take") for i, w in enumerate(words))
+    remote = bool(present & (_REMOTE_WORDS - {"home"})) or at_home
     office = bool(present & _OFFICE_WORDS) or "on site" in " ".join(words)
     if present & _MIXED_WORDS or (remote and office) or (office and some_days(text)):
         return "hybrid"  # "3 days in office": the rest of the week elsewhere

@@ -343,8 +343,11 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
     stated = [
         (_workplace_said(text, m), _as_change(text, m.start(1)))
         for m in _WORKPLACE_IN_PROSE.finditer(text)
-        # "moves on to the onsite next week": a step of the interviews
-        if not _interview_stage(text, m) and not _unstated(text, m.start(1), m.end(1))
+        # "moves on to the onsite next week": a step of the interviews; "(QA, remote from
+        # Kraków)": an aside on someone else
+        if not _interview_stage(text, m)
+        and not _unstated(text, m.start(1), m.end(1))
+        and not _in_aside(text, m.start(1))
     ]
     if stated:
         out.append(_latest_said(stated, "workplace_type"))
@@ -541,6 +544,13 @@ def _asked(text: str, at: int) -> bool:
     """Whether the sentence around ``at`` is a question."""
     start, end = _sentence_around(text, at)
     return text[end : end + 1] == "?"
+
+
+def _in_aside(text: str, at: int) -> bool:
+    """Whether position ``at`` lies in parentheses opened on its line ("Panel: Ana (QA,
+    remote from Kraków)")."""
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    return line.rfind("(") > line.rfind(")")
 
 
 def _sentence_around(text: str, at: int) -> tuple[int, int]:
