@@ -357,7 +357,7 @@ def _prose_facets(text: str) -> list[tuple[str, str, bool]]:
         # and nothing negated. A mention of an office alone says where a team sits more
         # often than how the role works ("The team sits in our Toronto office").
         for sentence in sentences(text):
-            kind = workplace_of(sentence)
+            kind = workplace_of(without_asides(sentence, " "))  # not "(QA, remote from X)"
             if kind in ("remote", "hybrid"):
                 out.append(("workplace_type", kind, bool(_CHANGE.search(sentence))))
                 break
