@@ -1107,13 +1107,12 @@ class Memory:
             else:  # "why did this go from 2 seats to 1?": a cause the notes give
                 meaning = self._passage_meaning(where, scope, qvec)
                 out.findings = cause_findings(leaves, subjects, question, names, meaning)
-        elif analysis.form == "fact" and self._kind_findings(
-            out, analysis, question, leaves, subjects, vocab, names
-        ):
-            pass
         elif analysis.form == "fact":
+            if not key:  # "which JavaScript framework ...": a kind of skill no key holds
+                self._kind_findings(out, analysis, question, leaves, subjects, vocab, names)
             if (
-                OFFERED.search(question)
+                not out.findings
+                and OFFERED.search(question)
                 and not _A_BAND.search(question)
                 and (key == "salary_range" or PAY_ASKED.search(question))
             ):
@@ -1128,6 +1127,9 @@ class Memory:
                     out.mentioned = mentioned_values(
                         leaves, subjects[0], key, vocab.values[key], names
                     )
+            if key and not out.findings and not out.mentioned:
+                # "which languages are a plus": no language facet here; among its skills
+                self._kind_findings(out, analysis, question, leaves, subjects, vocab, names)
             if not out.findings and not out.mentioned and key and not analysis.asked_phrase:
                 # No facet holds it here: the passages may say it in the key's own words.
                 analysis = replace(analysis, asked_phrase=humanize_key(key).lower())
@@ -1158,13 +1160,12 @@ class Memory:
         subjects: list[str],
         vocab: ScopeVocabulary,
         names: dict[str, str],
-    ) -> bool:
+    ) -> None:
         """ "Which JavaScript framework is the role built around?": no document says which of
-        the role's skills is one; its skills, closest in meaning to the kind first (found:
-        True)."""
+        the role's skills is one; its skills, closest in meaning to the kind first."""
         kind = kind_asked(analysis, question)
         if not kind or not subjects:
-            return False
+            return
         for key in kind_keys(question):
             known = vocab.values.get(key, [])
             found = key_findings(leaves, subjects[:3], key, known, names)
@@ -1172,8 +1173,7 @@ class Memory:
             if found:
                 out.findings = self._closest_first(found, kind)
                 out.analysis = replace(analysis, asked_key=key, kind=kind)
-                return True
-        return False
+                return
 
     def _closest_first(self, findings: list[Finding], kind: str) -> list[Finding]:
         """``findings`` ordered by the closeness in meaning of their values to ``kind``."""

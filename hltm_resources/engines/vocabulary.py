@@ -365,11 +365,11 @@ def canonical_key(raw_key: str) -> str:
     key = snake_key(raw_key)
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
-    parts = unabbreviated(key).split("_")
+    written = unabbreviated(key).split("_")
     for size in (2, 1):  # "hm.nm", "Hiring manager (signature)": the person; "hm.role": theirs
-        head = "_".join(parts[:size])
-        if len(parts) > size and KEY_ALIASES.get(head) in _PERSON_FIELDS:
-            rest = "_".join(parts[size:])
+        head = "_".join(written[:size])
+        if len(written) > size and KEY_ALIASES.get(head) in _PERSON_FIELDS:
+            rest = "_".join(written[size:])
             return KEY_ALIASES[head] if rest in _NAME_PARTS else key
     if (full := unabbreviated(key)) != key and (found := canonical_key(full)) != full:
         return found
