@@ -48,7 +48,7 @@ from hltm_resources.engines.vocabulary import (
     person_of,
     same_value_key,
 )
-from hltm_resources.places import country_name
+from hltm_resources.places import country_code, country_name
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import fold, without_asides
 from hltm_resources.text import near_word as _near
@@ -375,6 +375,12 @@ def _a_part_of(key: str, value: str, place: str) -> bool:
 PERSON_KEYS = frozenset({"hiring_manager", "recruiter", "candidate"})
 
 
+def _only_countries(key: str, values: Sequence[str]) -> bool:
+    """Whether a leaf's locations name countries only ("UK"): a city the question names may
+    be in one of them, as its documents say."""
+    return key == "location" and all(country_code(v) for v in values)
+
+
 def _names_person(value: str, named: str) -> bool:
     """Whether ``value`` is one person's name holding every word of ``named`` ("Davide
     Ferrante" for "Davide", and "Maja Ek, Cabin Services Manager" for "Maja Ek"; a list
@@ -548,8 +554,13 @@ class ScopeLeaves:
                     # "yes" in a passage says nothing of a visa, a name in a note nothing of
                     # who manages the role ("Davide (guest interviewer)"): facets decide
                     continue
-                if (facts.values.get(m.key) and one_valued(m.key)) or not may_state(facts):
-                    continue  # its facets state another value of a one-value key; or no words
+                held = facts.values.get(m.key)
+                if (held and one_valued(m.key) and not _only_countries(m.key, held)) or not (
+                    may_state(facts)
+                ):
+                    # its facets state another value of a one-value key ("UK" is a country:
+                    # its documents may name the city in it); or no words
+                    continue
                 other = _COUNTERPART.get(m.key)
                 if other and any(
                     same_value_key(other, v) == same for v in facts.values.get(other, ())

@@ -651,3 +651,10 @@ def test_offers_and_flags_asked_about_one_role(handmade9, scope, question, said,
     r = memory.ask(question, scope=scope)
     assert said in r.answer.split(" — ")[0], r.answer
     assert f"project:{node}" in r.references, r.answer
+
+
+def test_a_city_asked_for_finds_the_roles_in_it_whatever_else_their_exports_name(handmade9):
+    _, memory = handmade9
+    # co-04 "Brighton, East Sussex"; co-10 {"studio": "Brighton", "country": "UK"}
+    r = memory.ask("Which searches are for the Brighton studio?", scope="account:corvid")
+    assert set(r.references) == {"project:co-04", "project:co-10"}, r.answer

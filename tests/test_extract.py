@@ -1381,3 +1381,8 @@ def test_a_take_home_exercise_and_a_panelists_aside_say_nothing_of_the_workplace
     assert not any(k == "workplace_type" for k, _ in facets_of(note))
     brief = doc("Panel: Nadia (HM), Agnieszka Kowal (QA, remote from Kraków).", kind="brief")
     assert not any(k == "workplace_type" for k, _ in facets_of(brief))
+
+
+def test_a_studio_or_a_campus_is_where_the_role_is():
+    export = '{"title": "Associate Producer", "where": {"studio": "Brighton", "country": "UK"}}'
+    assert ("location", "Brighton, UK") in facets_of(doc(export))

@@ -60,7 +60,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "location": (
         "location job_location work_location office office_location city primary_location "
         "locations based_in site work_site hiring_location geo depot where city_country "
-        "city_state country_city"
+        "city_state country_city studio campus branch plant factory"
     ).split(),
     "workplace_type": (
         "workplace workplace_type work_type remote remote_policy work_arrangement work_model "
