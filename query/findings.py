@@ -786,8 +786,18 @@ def why_findings(
 _CAUSE = re.compile(
     r"\b(?:because|due to|owing to|as a result|after|since|following|given|so|"
     r"reason|why|freeze|closing|closes|approved|decided|budget|leave|consolidat\w*|"
-    r"paused|cancel\w*|instead)\b",
+    r"paused|cancel\w*|instead|therefore|hence|delay\w*|stuck|slip\w*|shortage|"
+    r"sabbatical|resign\w*|declined|too thin)\b",
     re.I,
+)
+#: Verbs of a change, one for another: "pushed back" is said "moved", "delayed", "slips".
+_CHANGED = frozenset(
+    stem(w)
+    for w in (
+        "push pushed move moved moving delay delayed postpone postponed slip slips slipped "
+        "shift shifted change changed raise raised increase increased go went up reduce "
+        "reduced cut lower lowered drop dropped revise revised"
+    ).split()
 )
 #: A message's headers: who wrote it and when, no cause.
 _HEADERS = re.compile(
@@ -825,7 +835,10 @@ def cause_findings(
             said = sentences_of(_HEADERS.sub(" ", p.text))
             for i in range(len(said)):
                 told = " ".join(said[i : i + 2])
-                shared = len((asked - naming) & {stem(w) for w in fold(told).split()})
+                words = {stem(w) for w in fold(told).split()}
+                shared = len((asked - naming) & words)
+                if asked & _CHANGED and words & _CHANGED and not asked & words & _CHANGED:
+                    shared += 1  # "why was the start pushed back": "the start moved to ..."
                 if shared:
                     cause = bool(_CAUSE.search(told))
                     ranked.append(

@@ -658,3 +658,10 @@ def test_a_city_asked_for_finds_the_roles_in_it_whatever_else_their_exports_name
     # co-04 "Brighton, East Sussex"; co-10 {"studio": "Brighton", "country": "UK"}
     r = memory.ask("Which searches are for the Brighton studio?", scope="account:corvid")
     assert set(r.references) == {"project:co-04", "project:co-10"}, r.answer
+
+
+def test_a_why_in_other_verbs_than_the_note_finds_its_cause(handmade9):
+    _, memory = handmade9
+    # co-07-d3: "start date moved to 10 March ... devkits ... are delayed"
+    r = memory.ask("Why was the testers' start pushed back?", scope="project:co-07")
+    assert "devkits" in r.answer and "project:co-07" in r.references, r.answer
