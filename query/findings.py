@@ -108,6 +108,14 @@ _DATE = re.compile(
     rf"(?:,?\s+\d{{4}})?|(?:early|mid|late)[- ]{_MONTH}|q[1-4](?:\s+\d{{4}})?)\b",
     re.I,
 )
+#: Words by which a note gives a date that replaces another ("new start date", "moved to",
+#: "pushed back to", "postponed").
+_NEW_DATE = re.compile(
+    r"\b(?:new|revised|updated) (?:start(?:ing)? )?date\b|\bstart(?:ing)? (?:date )?(?:is )?"
+    r"(?:now|moved|pushed|postponed|delayed)\b|\b(?:moved|pushed back|postponed|delayed) "
+    r"(?:the |their |his |her )?start\b",
+    re.I,
+)
 #: The labels of a message's date in its header, in the languages notes are written in.
 _SENT_LABELS = frozenset(
     "sent date datum fecha data envoye envoye le gesendet received verzonden skickat sendt".split()
@@ -389,6 +397,8 @@ def evidence_findings(
             if role_fact and is_feedback_kind(p.kind):
                 continue  # a note on a candidate states no pay of the role ("salary expectations")
             score = _passage_score(p, wanted, cues, content)
+            if score > 0 and analysis.answer_type == "date" and _NEW_DATE.search(p.text):
+                score += 100  # "New start date for all four: 10 March": the date as it stands
             if score > 0:
                 scored.append((score, node, p))
             elif meaning and (not required or p.doc_id in naming):

@@ -665,3 +665,11 @@ def test_a_why_in_other_verbs_than_the_note_finds_its_cause(handmade9):
     # co-07-d3: "start date moved to 10 March ... devkits ... are delayed"
     r = memory.ask("Why was the testers' start pushed back?", scope="project:co-07")
     assert "devkits" in r.answer and "project:co-07" in r.references, r.answer
+
+
+def test_when_a_role_starts_is_the_date_a_later_note_moved_it_to(handmade9):
+    _, memory = handmade9
+    # co-07-d1 "start_date 2025-02-17"; co-07-d3 "New start date for all four QA Testers:
+    # 10 March 2025."
+    r = memory.ask("When are the testers starting?", scope="project:co-07")
+    assert r.answer.startswith("10 March 2025"), r.answer
