@@ -1386,3 +1386,15 @@ def test_a_take_home_exercise_and_a_panelists_aside_say_nothing_of_the_workplace
 def test_a_studio_or_a_campus_is_where_the_role_is():
     export = '{"title": "Associate Producer", "where": {"studio": "Brighton", "country": "UK"}}'
     assert ("location", "Brighton, UK") in facets_of(doc(export))
+
+
+def test_a_scanned_form_with_check_boxes_and_abbreviated_labels_is_a_form():
+    scan = (
+        "[scan: request.pdf — OCR text]\nNEW IT HIRE REQUEST\n(please fill in in capitals)\n"
+        "Position:  NETWORK ENGINEER\nLevel:      [ ] Junior    [X] Medior    [ ] Senior\n"
+        "No. of positions:  2\nWorkplace:  [ ] On-site   [X] Hybrid   [ ] Remote\n"
+        "Skills:  CISCO (CATALYST), FORTINET FIREWALLS"
+    )
+    found = facets_of(doc(scan))
+    assert {("headcount", "2"), ("seniority", "Mid-level"), ("workplace_type", "hybrid")} <= found
+    assert ("skill", "FORTINET FIREWALLS") in found

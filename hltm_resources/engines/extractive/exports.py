@@ -244,10 +244,14 @@ def markup_text(text: str) -> str:
     return "\n".join(ln for ln in [*reader.lines, reader.flush()] if ln.strip())
 
 
+#: The check boxes of a scanned form ("[ ] Junior    [X] Medior").
+_BOXES = re.compile(r"\[\s*[xX\u2713\u2714]?\s*\]")
+
+
 def _is_chat(pairs: Sequence[tuple[str, str]]) -> bool:
     """Lines of "Name: sentence" (a chat, minutes, a list of notes on candidates), not of
     "Key: value": most values are sentences (more than six words)."""
-    long = sum(len(v.split()) > 6 for _, v in pairs)
+    long = sum(len(_BOXES.sub(" ", v).split()) > 6 for _, v in pairs)  # "[X] Medior" is one
     if long * 2 > len(pairs):
         return True
     # "Ewan: Lauren accepted?" / "Marcus: yes, £37k" / "Ewan: 👍": people taking turns, a
@@ -404,11 +408,16 @@ def _fixed_width(lines: Sequence[str]) -> tuple[list[tuple[str, str]], set[int]]
 _CLAUSE_WORDS = frozenset("is are was were be been it this that we you they i our".split())
 
 
+#: Words written short with a period inside a field's name ("No. of positions", "Ref. no.").
+_ABBREVIATED = frozenset("no nr ref approx incl excl dept min max st num".split())
+
+
 def _is_label(text: str) -> bool:
     """A field's name: at most four words, none of them making it a clause, no colon
     ("[10:04] Rania: ok" leads a line of a chat) and no end of a sentence."""
-    if ":" in text.strip().rstrip(":") or re.search(r"[.!?]\s", text):
-        return False  # "One hire. Hybrid — 3 days ...": a sentence, then another
+    ends = [m for m in re.finditer(r"(\w*)[.!?]\s", text) if fold(m.group(1)) not in _ABBREVIATED]
+    if ":" in text.strip().rstrip(":") or ends:
+        return False  # "One hire. Hybrid — 3 days ...": a sentence, then another ("No. of": one)
     if "/" in text:  # "Modalità di lavoro / Work mode": a name in two languages
         return all(_is_label(side) for side in text.split("/") if side.strip())
     words = fold(text).split()
