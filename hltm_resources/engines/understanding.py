@@ -533,7 +533,7 @@ def _compared_amount(
     t = q.tokens
     for i in range(len(t)):
         # "a band that starts at £60k or higher", "minimum pay of at least 50k": the low end
-        if t[i] in _LOW_END and (low := _low_end_bound(q, i)) is not None:
+        if t[i] in _LOW_END_WORDS and (low := _low_end_bound(q, i)) is not None:
             return low
         said = [*sorted(BOUNDS, key=lambda b: -len(b.split())), *sorted(_EXACTLY)]
         for words in said:
@@ -563,7 +563,9 @@ def _compared_amount(
 
 
 #: Words that name the low end of a pay range ("starts at", "a minimum of", "the floor").
-_LOW_END = frozenset("start starts starting begin begins minimum min floor bottom lowest".split())
+_LOW_END_WORDS = frozenset(
+    "start starts starting begin begins minimum min floor bottom lowest".split()
+)
 #: Words after a sum that make it a bound ("£60k or higher", "50k and up", "40k+").
 _OR_MORE = {("or", "higher"): ">=", ("or", "more"): ">=", ("or", "above"): ">=",
             ("and", "up"): ">=", ("and", "above"): ">=", ("or", "over"): ">=",
