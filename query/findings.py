@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 from hltm_resources.engines.base import Analysis, Finding
 from hltm_resources.engines.extractive.documents import is_feedback_kind
-from hltm_resources.engines.negation import tokenize
+from hltm_resources.engines.negation import NEGATORS, tokenize
 from hltm_resources.engines.understanding import LEAF_WORDS, stem
 from hltm_resources.engines.vocabulary import (
     ALIASES,
+    CHANGE_VERBS,
     KEY_ALIASES,
     SENIORITY_WORDS,
     TITLE_HEADS,
@@ -796,19 +797,12 @@ def why_findings(
 _CAUSE = re.compile(
     r"\b(?:because|due to|owing to|as a result|after|since|following|given|so|"
     r"reason|why|freeze|closing|closes|approved|decided|budget|leave|consolidat\w*|"
-    r"paused|cancel\w*|instead|therefore|hence|delay\w*|stuck|slip\w*|shortage|"
-    r"sabbatical|resign\w*|declined|too thin)\b",
+    r"paused|cancel\w*|instead|therefore|hence|delay\w*|slip\w*|shortage|resign\w*|"
+    r"declined)\b",
     re.I,
 )
 #: Verbs of a change, one for another: "pushed back" is said "moved", "delayed", "slips".
-_CHANGED = frozenset(
-    stem(w)
-    for w in (
-        "push pushed move moved moving delay delayed postpone postponed slip slips slipped "
-        "shift shifted change changed raise raised increase increased go went up reduce "
-        "reduced cut lower lowered drop dropped revise revised"
-    ).split()
-)
+_CHANGED = frozenset(stem(w) for w in CHANGE_VERBS)
 #: A message's headers: who wrote it and when, no cause.
 _HEADERS = re.compile(
     r"\b(?:From|To|Cc|Date|Sent)\s*:.*?(?=\b(?:From|To|Cc|Date|Sent|Subject)\s*:)|\bSubject\s*:"
@@ -845,9 +839,15 @@ def cause_findings(
             said = sentences_of(_HEADERS.sub(" ", p.text))
             for i in range(len(said)):
                 told = " ".join(said[i : i + 2])
-                words = {stem(w) for w in fold(told).split()}
+                tokens = fold(told).split()
+                words = {stem(w) for w in tokens}
                 shared = len((asked - naming) & words)
-                if asked & _CHANGED and words & _CHANGED and not asked & words & _CHANGED:
+                changed = {
+                    stem(w)
+                    for i, w in enumerate(tokens)
+                    if stem(w) in _CHANGED and not NEGATORS & set(tokens[max(0, i - 2) : i])
+                }  # "can't relocate" says no change
+                if asked & _CHANGED and changed and not asked & changed:
                     shared += 1  # "why was the start pushed back": "the start moved to ..."
                 if shared:
                     cause = bool(_CAUSE.search(told))

@@ -451,11 +451,11 @@ def find_mentions(q: QuestionWords, vocabulary: ScopeVocabulary) -> list[Mention
             out.append(Mention("currency", CURRENCY_WORDS[token], start, i + 1, "exact"))
     # A country the scope's places are in ("based outside Sweden", "roles in Italy" where
     # the documents write "Roma, Italia" and "Stockholm, SE"), written with its capital.
-    countries = {country_of_place(v) for v in vocabulary.values.get("location", ())}
+    countries = _scope_countries(vocabulary)
     for i in range(len(tokens)):
         for j in range(min(len(tokens), i + 3), i, -1):
             code = country_code(" ".join(tokens[i:j])) if q.capital[i] or q.upper[i] else None
-            if code and code in countries and (name := country_name(code)):
+            if code in countries and (name := country_name(code)):
                 out.append(Mention("location", name, i, j, "exact"))
                 break
     # A workplace stated in other words ("in the office", "from home").
@@ -627,6 +627,17 @@ def amount_bound(value: str | None) -> Bound | None:
         if m:
             return Bound(op, int(m.group(1)), low, m.group(2), words)
     return None
+
+
+def _scope_countries(vocabulary: ScopeVocabulary) -> frozenset[str]:
+    """The countries the scope's places are in (found once per vocabulary)."""
+    found = vocabulary.derived.get("countries")
+    if not isinstance(found, frozenset):
+        places = vocabulary.values.get("location", ())
+        found = vocabulary.derived["countries"] = frozenset(
+            filter(None, map(country_of_place, places))
+        )
+    return found
 
 
 def _shared_city(vocabulary: ScopeVocabulary, value: str) -> bool:

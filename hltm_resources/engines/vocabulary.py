@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from hltm_resources.places import city_name, country_code, country_name, country_of_city
 from hltm_resources.text import (
@@ -42,6 +43,14 @@ KEY_ORDER: tuple[str, ...] = (
     "hiring_manager",
     "headcount",
 )
+
+#: Verbs by which a note says a fact of the role changed ("moves from Boston to San Diego",
+#: "cut the intake from 6 to 4", "the start is pushed back"): extraction reads "<verb> ...
+#: from X to Y" as a change, and a "why" question finds a note saying it with another of them.
+CHANGE_VERBS = (
+    "move relocate transfer shift change switch go went cut reduce raise increase drop lower "
+    "bump push delay postpone slip revise"
+).split()
 
 #: Keys that hold several values at once (a project requires several skills).
 MULTI_KEYS = frozenset(
@@ -526,6 +535,7 @@ def polarity(value: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=200_000)  # read for every value a constraint is checked against
 def same_value_key(key: str, value: str) -> str:
     """What two values of ``key`` share when they are the same value: the folded value,
     and for a place its name before the first comma ("New York" is "New York, New York",

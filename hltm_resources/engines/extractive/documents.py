@@ -21,6 +21,7 @@ from hltm_resources.engines.extractive.exports import (
 )
 from hltm_resources.engines.negation import negated_in_text, superseded_in_text
 from hltm_resources.engines.vocabulary import (
+    CHANGE_VERBS,
     CURRENCIES,
     FLAG_WORDS,
     KEY_ALIASES,
@@ -747,8 +748,10 @@ _PHRASE = (
     r"|[\w'\u2019.-]+(?:\s+[\w'\u2019.-]+){0,2})"
 )
 _FROM_TO = re.compile(
-    r"\b(?:mov\w*|relocat\w*|transfer\w*|shift\w*|chang\w*|switch\w*|go\w*|went|cut\w*|"
-    r"reduc\w*|rais\w*|increas\w*|drop\w*|lower\w*|bump\w*)\s+"
+    r"\b(?:"
+    # each verb's forms: "move", "moved", "moving"
+    + "|".join(f"{v[:-1] if v.endswith('e') else v}\\w*" for v in CHANGE_VERBS)
+    + r")\s+"
     r"(?:\w+\s+){0,5}?from\s+"
     + _PHRASE
     + r"\s+to\s+"
