@@ -198,6 +198,18 @@ def _snapshot_world(tmp_path_factory, name: str):
     memory.close()
 
 
+def _says(memory, scope, question, said, node):
+    """The answer says ``said`` and cites ``project:node``."""
+    r = memory.ask(question, scope=scope)
+    assert said in r.answer and f"project:{node}" in r.references, r.answer
+
+
+def _lists(memory, scope, question, wanted):
+    """The answer cites exactly the projects ``wanted``."""
+    r = memory.ask(question, scope=scope)
+    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+
+
 def _states_fact(memory, scope, question, value, node, doc):
     """The answer states ``value`` first, and cites ``node`` and the document ``doc``."""
     r = memory.ask(question, scope=scope)
@@ -500,9 +512,7 @@ def handmade6(tmp_path_factory):
 def test_facts_changed_by_later_notes_are_answered_as_they_stand(
     handmade6, scope, question, said, node
 ):
-    _, memory = handmade6
-    r = memory.ask(question, scope=scope)
-    assert said in r.answer and f"project:{node}" in r.references, r.answer
+    _says(handmade6[1], scope, question, said, node)
 
 
 @pytest.mark.parametrize(
@@ -524,9 +534,7 @@ def test_facts_changed_by_later_notes_are_answered_as_they_stand(
 def test_bounds_on_pay_currencies_and_changed_arrangements_list_exactly(
     handmade6, scope, question, wanted
 ):
-    _, memory = handmade6
-    r = memory.ask(question, scope=scope)
-    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+    _lists(handmade6[1], scope, question, wanted)
 
 
 def test_two_names_of_one_grade_list_the_roles_holding_either(handmade6):
@@ -556,9 +564,7 @@ def handmade8(tmp_path_factory):
 def test_countries_and_currencies_named_in_other_words_list_exactly(
     handmade8, scope, question, wanted
 ):
-    _, memory = handmade8
-    r = memory.ask(question, scope=scope)
-    assert set(r.references) == {f"project:{p}" for p in wanted}, r.answer
+    _lists(handmade8[1], scope, question, wanted)
 
 
 def test_recruiters_of_a_country_include_a_city_written_in_its_own_language(handmade8):
@@ -585,9 +591,7 @@ def test_recruiters_of_a_country_include_a_city_written_in_its_own_language(hand
 def test_facts_of_forwarded_translated_and_changed_documents(
     handmade8, scope, question, said, node
 ):
-    _, memory = handmade8
-    r = memory.ask(question, scope=scope)
-    assert said in r.answer and f"project:{node}" in r.references, r.answer
+    _says(handmade8[1], scope, question, said, node)
 
 
 def test_one_fact_question_with_a_word_no_role_meets_answers_from_the_closest_role(handmade8):

@@ -21,6 +21,11 @@ def doc(text, kind="requisition", doc_id="d1", updated="2026-01-01"):
     return Document(doc_id, "p1", kind, text, updated)
 
 
+def later(text, kind="email"):
+    """A note written a month after ``doc``'s default date, about the same leaf."""
+    return doc(text, kind=kind, doc_id="d2", updated="2026-02-01")
+
+
 def facets_of(*docs):
     raw = [f for d in docs for f in (*document_facets(d), *document_changes(d))]
     return {(f.key, f.value) for f in reconcile(raw)}
@@ -1223,33 +1228,20 @@ def test_labels_and_values_read_by_what_they_hold(label, value, fact):
 
 
 def test_a_change_to_a_new_place_with_its_code_after_it_is_a_change():
-    req = doc(
-        "Title: Station Manager\nLocation: Aalborg, Denmark", doc_id="d1", updated="2025-01-01"
-    )
-    note = doc(
-        "The role moves from Aalborg to Billund (BLL). Nothing else changes.",
-        kind="email",
-        doc_id="d2",
-        updated="2025-02-01",
-    )
+    req = doc("Title: Station Manager\nLocation: Aalborg, Denmark")
+    note = later("The role moves from Aalborg to Billund (BLL). Nothing else changes.")
     assert ("location", "Billund") in facets_of(req, note)
 
 
 def test_making_a_role_remote_is_a_change_of_its_arrangement():
-    req = doc("Title: Security Engineer\nWorkplace: hybrid", doc_id="d1", updated="2025-01-01")
-    note = doc(
-        "No one local accepted, so we're making the role fully remote across the EU.",
-        kind="email",
-        doc_id="d2",
-        updated="2025-02-01",
-    )
+    req = doc("Title: Security Engineer\nWorkplace: hybrid")
+    note = later("No one local accepted, so we're making the role fully remote across the EU.")
     assert ("workplace_type", "remote") in facets_of(req, note)
 
 
 def test_an_offer_of_one_sum_leaves_the_band_of_the_role():
     req = doc("Senior Analyst in Oslo. Salary is NOK 50,000–58,000 per month.", kind="brief")
-    offer = doc("Offer to A. Candidate\nMonthly salary: NOK 55,500", kind="offer", doc_id="d2",
-                updated="2026-02-01")  # fmt: skip
+    offer = later("Offer to A. Candidate\nMonthly salary: NOK 55,500", kind="offer")
     assert ("salary_range", "NOK 50,000–58,000") in facets_of(req, offer)
 
 
@@ -1294,13 +1286,10 @@ def test_yaml_comments_and_one_line_mappings_are_no_part_of_a_value():
 
 
 def test_a_reply_from_the_new_hiring_manager_replaces_the_old_one_not_the_greeting():
-    req = doc("Title: Rigging Artist\nHiring manager: Marta Nowak", updated="2025-01-01")
-    reply = doc(
+    req = doc("Title: Rigging Artist\nHiring manager: Marta Nowak")
+    reply = later(
         "From: Jean Roy <jean.roy@example.com>\nSubject: RE: handover\n\nSalut Delphine,\n\n"
-        "Confirmed: as of this week I'm the hiring manager for the rigging search.",
-        kind="email",
-        doc_id="d2",
-        updated="2025-03-01",
+        "Confirmed: as of this week I'm the hiring manager for the rigging search."
     )
     assert ("hiring_manager", "Jean Roy") in facets_of(req, reply)
 
@@ -1331,13 +1320,10 @@ def test_a_reply_answering_the_questions_it_quotes_states_its_answers():
 
 
 def test_handing_a_search_over_to_someone_makes_them_its_hiring_manager():
-    req = doc("Title: ED Physician\nHiring manager: Klaus Berg", updated="2025-01-01")
-    mail = doc(
+    req = doc("Title: ED Physician\nHiring manager: Klaus Berg")
+    mail = later(
         "I am handing over the ED physician search (2 posts) to Dr. Miriam Okafor, effective"
-        " today. The nursing search stays with me.",
-        kind="email",
-        doc_id="d2",
-        updated="2025-03-01",
+        " today. The nursing search stays with me."
     )
     assert ("hiring_manager", "Miriam Okafor") in facets_of(req, mail)
 

@@ -35,6 +35,11 @@ def read(question: str, scope: str = "seat:kaito"):
     return analyze(question, VOCAB, DEFAULT_SCHEMA, level, NAMES, scope)
 
 
+def read_in(vocab: ScopeVocabulary, question: str, level: str = "account"):
+    """``question`` analyzed at a node of ``level`` whose memory holds ``vocab``."""
+    return analyze(question, vocab, DEFAULT_SCHEMA, level, {}, f"{level}:a")
+
+
 def constraints(a) -> set[str]:
     return {f"{m.key}: {m.value}" for m in a.constraints}
 
@@ -252,7 +257,7 @@ def test_the_word_for_the_leaves_is_no_part_of_a_title():
         },
         (),
     )
-    a = analyze("Which searches are based in Dublin?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    a = read_in(vocab, "Which searches are based in Dublin?")
     assert constraints(a) == {"location: Dublin, Ireland"}
 
 
@@ -260,14 +265,7 @@ def test_a_word_of_a_keys_name_is_no_value():
     vocab = ScopeVocabulary(
         {"seniority": ["Senior", "Manager (M1)"], "hiring_manager": ["Amara Okafor"]}, ()
     )
-    a = analyze(
-        "Which searches is Amara Okafor the hiring manager for?",
-        vocab,
-        DEFAULT_SCHEMA,
-        "account",
-        {},
-        "a",
-    )
+    a = read_in(vocab, "Which searches is Amara Okafor the hiring manager for?")
     assert constraints(a) == {"hiring_manager: Amara Okafor"}
 
 
@@ -300,11 +298,9 @@ def test_a_yes_no_question_over_a_seat_asks_the_value_after_the_roles_noun():
 
 def test_leaves_that_have_an_attribute_hold_any_value_of_it():
     vocab = ScopeVocabulary({"title": ["Backend Engineer"], "code_name": ["Copperline"]}, ())
-    a = analyze("How many searches have a code name?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    a = read_in(vocab, "How many searches have a code name?")
     assert (a.form, a.holding, a.constraints) == ("count", ("code_name",), ())
-    b = analyze(
-        "Which searches have had a candidate withdraw?", vocab, DEFAULT_SCHEMA, "account", {}, "a"
-    )
+    b = read_in(vocab, "Which searches have had a candidate withdraw?")
     assert b.holding == ()
 
 
@@ -315,13 +311,8 @@ def test_one_role_named_in_full_is_one_title_not_two():
             "seniority": ["Staff", "Senior"],
         }
     )
-    a = analyze(
-        "What base range are we offering for the Staff backend engineer on the TMS platform?",
-        vocab,
-        DEFAULT_SCHEMA,
-        "account",
-        {},
-        "account:k",
+    a = read_in(
+        vocab, "What base range are we offering for the Staff backend engineer on the TMS platform?"
     )
     titles = {m.value for m in a.constraints if m.key == "title"}
     assert titles == {"Backend Engineer - TMS Platform"}
@@ -332,14 +323,7 @@ def test_a_word_of_a_title_outside_the_scope_names_nothing_in_it():
         {"title": ["Data Engineer", "Clinical Data Analyst", "Backend Engineer - TMS Platform"]},
         outside={"title": frozenset({"Backend Engineer - TMS Platform"})},
     )
-    a = analyze(
-        "Who's the hiring manager for the research platform data engineer?",
-        vocab,
-        DEFAULT_SCHEMA,
-        "account",
-        {},
-        "account:n",
-    )
+    a = read_in(vocab, "Who's the hiring manager for the research platform data engineer?")
     assert constraints(a) == {"title: Data Engineer"}
 
 
@@ -427,7 +411,7 @@ def test_a_city_of_two_regions_is_named_by_its_region_or_stands_for_both(questio
     vocab = ScopeVocabulary(
         {"location": ["Portland, Maine", "Portland, OR"], "title": ["Engineer"]}
     )
-    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    a = read_in(vocab, question)
     assert constraints(a) == wanted
 
 
@@ -470,16 +454,9 @@ def test_a_code_name_names_its_searches_and_a_key_word_is_no_title_part():
             "code_name": ["Nightjar", "Halcyon"],
         }
     )
-    a = analyze(
-        "what's the base band on the Nightjar AI programmer?",
-        vocab,
-        DEFAULT_SCHEMA,
-        "seat",
-        {},
-        "seat:s",
-    )
+    a = read_in(vocab, "what's the base band on the Nightjar AI programmer?", "seat")
     assert constraints(a) == {"code_name: Nightjar", "title: AI Programmer"}
-    b = analyze("which searches are lead level?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    b = read_in(vocab, "which searches are lead level?")
     assert constraints(b) == {"seniority: Lead"}
 
 
@@ -501,20 +478,13 @@ def test_a_question_that_is_the_name_of_what_it_asks(question, asked):
 
 def test_a_distribution_over_a_key_named_in_two_words():
     vocab = ScopeVocabulary({"workplace_type": ["hybrid", "remote"], "skill": ["Maya", "Python"]})
-    a = analyze(
-        "what's the most common work setup across our searches?",
-        vocab,
-        DEFAULT_SCHEMA,
-        "account",
-        {},
-        "account:a",
-    )
+    a = read_in(vocab, "what's the most common work setup across our searches?")
     assert (a.form, a.asked_key) == ("distribution", "workplace_type")
 
 
 def test_a_bound_on_pay_is_a_bound_on_the_top_of_the_range_no_name():
     vocab = ScopeVocabulary({"salary_range": ["$140-155k"], "currency": ["USD", "CHF"]})
-    a = analyze("which of my reqs top out above $150k", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, "which of my reqs top out above $150k", "seat")
     assert (a.form, constraints(a), tuple(a.mentions)) == (
         "list",
         {"salary_range: above 150000 USD"},
@@ -522,22 +492,20 @@ def test_a_bound_on_pay_is_a_bound_on_the_top_of_the_range_no_name():
     )
     b = analyze("searches paying over 90,000 EUR?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
     assert constraints(b) == {"salary_range: over 90000 EUR"}
-    c = analyze("which searches hire more than 2 people?", vocab, DEFAULT_SCHEMA, "seat", {}, "s")
+    c = read_in(vocab, "which searches hire more than 2 people?", "seat")
     assert constraints(c) == {"headcount: more than 2"}  # a number of people is no pay
 
 
 def test_a_currency_named_with_its_country_is_no_place():
     vocab = ScopeVocabulary({"currency": ["USD", "CHF"], "location": ["Basel, Swiss Alps"]})
-    a = analyze(
-        "how many searches are paid in Swiss francs", vocab, DEFAULT_SCHEMA, "seat", {}, "s"
-    )
+    a = read_in(vocab, "how many searches are paid in Swiss francs", "seat")
     assert constraints(a) == {"currency: CHF"}
 
 
 def test_a_required_skill_asked_apart_from_a_nice_to_have():
     vocab = ScopeVocabulary({"skill": ["Python"], "preferred_skill": ["Python"]})
     question = "how many of my searches have Python as a must-have (not nice-to-have)?"
-    a = analyze(question, vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, question, "seat")
     assert constraints(a) == {"skill: Python"}
     b = analyze("which searches have Python as a nice-to-have?", vocab, DEFAULT_SCHEMA, "seat")
     assert constraints(b) == {"preferred_skill: Python"}
@@ -552,7 +520,7 @@ def test_a_required_skill_asked_apart_from_a_nice_to_have():
 )
 def test_an_arrangement_said_with_how_often_is_a_constraint(question, wanted):
     vocab = ScopeVocabulary({"workplace_type": ["on-site", "remote", "hybrid"]})
-    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    a = read_in(vocab, question)
     assert (a.form, constraints(a)) == ("list", wanted)
 
 
@@ -560,7 +528,7 @@ def test_asking_whether_a_role_has_an_attribute_asks_for_it():
     vocab = ScopeVocabulary({"code_name": ["Selkie"], "headcount": ["2"]})
     a = analyze("does this have a project code name?", vocab, DEFAULT_SCHEMA, "project", {}, "p")
     assert a.asked_key == "code_name"
-    b = analyze("Aberdeen search – how many heads now?", vocab, DEFAULT_SCHEMA, "account", {}, "a")
+    b = read_in(vocab, "Aberdeen search – how many heads now?")
     assert b.asked_key == "headcount"
 
 
@@ -568,9 +536,7 @@ def test_a_word_of_one_value_is_not_read_again_as_another():
     vocab = ScopeVocabulary(
         {"title": ["Data Analyst II (Player Insights)"], "seniority": ["Analyst", "L3"]}
     )
-    a = analyze(
-        "player insights analyst: who's HM now?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s"
-    )
+    a = read_in(vocab, "player insights analyst: who's HM now?", "seat")
     assert constraints(a) == {"title: Data Analyst II (Player Insights)"}
 
 
@@ -592,25 +558,21 @@ def test_who_is_recruiting_asks_for_the_recruiters_and_who_manages_for_the_manag
 
 def test_a_currency_named_in_its_own_letters():
     vocab = ScopeVocabulary({"currency": ["PLN", "EUR"]})
-    a = analyze("Which searches pay in złoty?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    a = read_in(vocab, "Which searches pay in złoty?")
     assert constraints(a) == {"currency: PLN"}
 
 
 def test_a_country_the_scope_has_places_in_is_a_constraint_and_outside_excludes_it():
     vocab = ScopeVocabulary({"location": ["Stockholm, SE", "Oslo Gardermoen, Norge", "Roma"]})
-    a = analyze(
-        "Which searches are based outside Sweden?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s"
-    )
+    a = read_in(vocab, "Which searches are based outside Sweden?", "seat")
     assert [f"{m.key}: {m.value}" for m in a.excluded] == ["location: Sweden"]
-    a = analyze("Which roles are in Italy?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, "Which roles are in Italy?", "seat")
     assert constraints(a) == {"location: Italy"}
 
 
 def test_a_currency_named_by_its_country_and_name():
     vocab = ScopeVocabulary({"currency": ["DKK", "NOK", "SEK"]})
-    a = analyze(
-        "Which jobs pay in Danish kroner?", vocab, DEFAULT_SCHEMA, "account", {}, "account:a"
-    )
+    a = read_in(vocab, "Which jobs pay in Danish kroner?")
     assert constraints(a) == {"currency: DKK"}
 
 
@@ -620,19 +582,19 @@ def test_an_exact_count_of_openings_is_a_bound_on_the_headcount():
         "How many searches are for a single opening?",
         "Which roles are for one hire?",
     ):
-        a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+        a = read_in(vocab, question)
         assert constraints(a) == {"headcount: exactly 1"}, question
 
 
 def test_countries_asked_for_are_the_places_by_country():
     vocab = ScopeVocabulary({"location": ["Roma, Italia", "Milan"]})
-    a = analyze("Which country has the most searches?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, "Which country has the most searches?", "seat")
     assert (a.form, a.asked_key) == ("distribution", "country")
 
 
 def test_a_part_of_a_title_naming_its_head_names_the_title():
     vocab = ScopeVocabulary({"title": ["Head of Data & Analytics", "Data Engineer"]})
-    a = analyze("Who manages the head of data hire?", vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, "Who manages the head of data hire?", "seat")
     assert constraints(a) == {"title: Head of Data & Analytics"}
 
 
@@ -658,7 +620,7 @@ def test_a_bound_on_where_the_pay_starts_bounds_the_low_end_in_its_currency(ques
     from hltm_resources.engines.understanding import LOW_END, amount_bound
 
     vocab = ScopeVocabulary({"salary_range": ["£55-65k"], "currency": ["GBP", "EUR"]})
-    a = analyze(question, vocab, DEFAULT_SCHEMA, "account", {}, "account:a")
+    a = read_in(vocab, question)
     assert constraints(a) == {f"salary_range: {LOW_END} {said}"}, question
     assert amount_bound(a.constraints[0].value).low
 
@@ -679,9 +641,7 @@ def test_a_pay_bound_in_pounds_compares_only_bands_in_pounds():
 
 def test_what_a_named_role_pays_asks_for_its_pay_and_names_the_role():
     vocab = ScopeVocabulary({"title": ["Pharmacy Technician", "Hospital Pharmacist"]})
-    a = analyze(
-        "What does the pharmacy technician job pay?", vocab, DEFAULT_SCHEMA, "seat", {}, "s"
-    )
+    a = read_in(vocab, "What does the pharmacy technician job pay?", "seat")
     assert (a.form, a.asked_key, constraints(a)) == (
         "fact",
         "salary_range",
@@ -692,5 +652,5 @@ def test_what_a_named_role_pays_asks_for_its_pay_and_names_the_role():
 def test_who_as_hiring_manager_asks_for_the_manager_whatever_else_its_words_name():
     vocab = ScopeVocabulary({"title": ["Emergency Nurse"], "department": ["ZNA"]})
     question = "Who do I go to as hiring manager for the emergency department nurses?"
-    a = analyze(question, vocab, DEFAULT_SCHEMA, "seat", {}, "seat:s")
+    a = read_in(vocab, question, "seat")
     assert a.asked_key == "hiring_manager"
