@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from hltm_resources.engines.base import Analysis, Finding
 from hltm_resources.engines.extractive.documents import is_feedback_kind
 from hltm_resources.engines.negation import NEGATORS, tokenize
-from hltm_resources.engines.understanding import LEAF_WORDS, stem
+from hltm_resources.engines.understanding import LEAF_WORDS, singular, stem
 from hltm_resources.engines.vocabulary import (
     ALIASES,
     CHANGE_VERBS,
@@ -158,9 +158,7 @@ def kind_asked(analysis: Analysis, question: str) -> str:
     words = analysis.asked_phrase.split()
     if analysis.form != "fact" or analysis.asked_key or not words:
         return ""
-    head = words[-1][:-1] if words[-1].endswith("s") and words[-1][:-1] in KIND_NOUNS else words[-1]
-    head = "technology" if head == "technologie" else head
-    return analysis.asked_phrase if head in KIND_NOUNS else ""
+    return analysis.asked_phrase if singular(words[-1]) in KIND_NOUNS else ""
 
 
 def kind_keys(question: str) -> tuple[str, ...]:

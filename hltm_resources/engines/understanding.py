@@ -326,7 +326,7 @@ class ValueIndex:
                 continue
             for value in values:
                 words = tuple(fold(value).split())
-                if not words or (len(words) == 1 and _singular(words[0]) in LEAF_WORDS):
+                if not words or (len(words) == 1 and singular(words[0]) in LEAF_WORDS):
                     continue
                 n = len(self.entries)
                 self.entries.append((key, value, words))
@@ -366,7 +366,7 @@ def value_index(vocabulary: ScopeVocabulary) -> ValueIndex:
     return index
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith("es") and word[:-2].endswith(("ch", "sh", "x")):
@@ -551,11 +551,11 @@ def _compared_amount(
             amount = int(t[j]) if t[j].isdigit() else NUMBER_WORDS.get(t[j])
             after = t[j + 1 : j + 3]
             if amount is None or not any(
-                _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS for w in after
+                singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS for w in after
             ):
                 continue
             noun = next(
-                k for k, w in enumerate(after) if _singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS
+                k for k, w in enumerate(after) if singular(w) in _HIRE_NOUNS or w in _HIRE_NOUNS
             )
             bound = Bound(BOUNDS[words], amount, words=words)
             return MicroQuery("headcount", bound.said()), (i, j + 2 + noun)
@@ -814,7 +814,7 @@ def _parts(
                 len(content) >= 2 and content[0] in TITLE_HEADS
             ):
                 continue  # "data" alone names no title; "head of data" does
-            if all(_singular(w) in LEAF_WORDS for w in part):
+            if all(singular(w) in LEAF_WORDS for w in part):
                 continue  # "searches" names the leaves, not the title "..., Search & Ranking"
             if len(part) == 1 and part[0] in KEY_ALIASES:
                 continue  # "level" names the seniority, not the title "Level Designer"
@@ -944,12 +944,12 @@ def _in_role(m: Mention, q: QuestionWords, spans: list[tuple[int, int]], nouns: 
         return True
     if any(s <= after < e for s, e in spans):
         return True
-    return _singular(nxt) in nouns or nxt in nouns
+    return singular(nxt) in nouns or nxt in nouns
 
 
 def level_of_noun(word: str, schema: TreeSchema) -> str | None:
     """The level a noun names ("recruiters" -> seat), by the schema's level names and nouns."""
-    w = _singular(word)
+    w = singular(word)
     for level in schema.levels:
         if w in (level.name, level.noun) or word in (level.plural, level.nouns):
             return level.name
@@ -973,7 +973,7 @@ def attribute_key(words: Sequence[str], vocabulary: ScopeVocabulary | None = Non
         return max(runs)[1]  # "nice to have skill" is a nice-to-have, not a skill
     for i in range(len(words)):
         name = "_".join(words[i:])
-        for n in (name, "_".join(words[i:-1] + [_singular(words[-1])])):
+        for n in (name, "_".join(words[i:-1] + [singular(words[-1])])):
             if n in KEY_ALIASES:
                 return KEY_ALIASES[n]
             if vocabulary is not None and n in vocabulary.values:
@@ -982,7 +982,7 @@ def attribute_key(words: Sequence[str], vocabulary: ScopeVocabulary | None = Non
         phrase = " ".join(words)
         for key in vocabulary.values:
             label = fold(humanize_key(key))
-            if key not in KEY_ORDER and label and (label == phrase or label == _singular(phrase)):
+            if key not in KEY_ORDER and label and (label == phrase or label == singular(phrase)):
                 return key
     return None
 
@@ -1014,7 +1014,7 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
             words = folded[skip : skip + 3]
             for n in range(len(words), 0, -1):
                 if "_".join(words[:n]) in KEY_ALIASES or (
-                    n > 1 and _singular(words[n - 1]) in _DATE_NOUNS
+                    n > 1 and singular(words[n - 1]) in _DATE_NOUNS
                 ):
                     return "what", words[:n], None
         # "data steward search in the library - salary band?", "cloud security req - HM?":
@@ -1055,8 +1055,8 @@ def asked_noun(question: str, schema: TreeSchema) -> tuple[str, list[str], str |
         nxt = tokens[j + 1] if j + 1 < len(tokens) else ""
         # A singular level noun before another noun names that noun's kind ("the project
         # code"); a plural one is the head ("searches require", "roles list").
-        singular = _singular(tokens[j]) == tokens[j]
-        modifies = singular and nxt and nxt not in STOPWORDS and not _VERBISH.search(nxt)
+        one = singular(tokens[j]) == tokens[j]
+        modifies = one and nxt and nxt not in STOPWORDS and not _VERBISH.search(nxt)
         if level is not None and not (modifies and level_of_noun(nxt, schema) is None):
             return wh, [tokens[j]], level  # not "project code": a project's code
     words: list[str] = []
@@ -1107,7 +1107,7 @@ def analyze(
     # a constraint: the seniority Lead is not named in "the hiring lead".
     if (
         noun
-        and (_singular(noun[0]) in LEAF_WORDS or _singular(noun[-1]) in LEAF_WORDS)
+        and (singular(noun[0]) in LEAF_WORDS or singular(noun[-1]) in LEAF_WORDS)
         and (subject := _SUBJECT.search(question))
     ):
         # "What does this role require?", "what does the pharmacy technician job pay?": the
@@ -1253,12 +1253,12 @@ def analyze(
             options=options,
             excluded=tuple(excluded),
         )
-    role_noun = bool(noun) and _singular(noun[-1]) in {"role", "position", "job"}
+    role_noun = bool(noun) and singular(noun[-1]) in {"role", "position", "job"}
     if measure := _HOW_MEASURE.match(question):
         # "How big a team ...", "How long ...": a number, said of the noun that follows.
         answer_type, phrase = "number", measure.group(1) or ""
     elif wh in ("how many", "how much"):
-        if noun and _singular(noun[0]) in _PEOPLE_NOUNS:
+        if noun and singular(noun[0]) in _PEOPLE_NOUNS:
             noun_level = None  # "how many hires?": the people a role hires, not the roles
         if noun_level and not at_leaf:
             form, level, answer_type = "count", noun_level, "number"
@@ -1355,9 +1355,9 @@ def analyze(
                 asked_key = None
         if verb_question and wh == "what":
             answer_type = "quote"  # "what happened with ...": the passage itself
-        if answer_type == "value" and noun and _singular(noun[-1]) in _DATE_NOUNS:
+        if answer_type == "value" and noun and singular(noun[-1]) in _DATE_NOUNS:
             phrase = " ".join(noun)  # "the start date" where a key of the data is "start"
-        if answer_type == "value" and phrase and _singular(phrase.split()[-1]) in _DATE_NOUNS:
+        if answer_type == "value" and phrase and singular(phrase.split()[-1]) in _DATE_NOUNS:
             answer_type = "date"  # "what's the start date", "what target day"
             if len(phrase.split()) > 1 and phrase.split()[-1] != "deadline":
                 # what a passage says of the date: "Start by 1 June", "StartBy: 2024-06-01"
@@ -1401,7 +1401,7 @@ def analyze(
         # "Is this role remote?": the key of the value it names.
         asked_key = constraints[0].key if constraints else None
         subject = next(
-            (i for i, t in enumerate(q.tokens) if _singular(t) in LEAF_WORDS), len(q.tokens)
+            (i for i, t in enumerate(q.tokens) if singular(t) in LEAF_WORDS), len(q.tokens)
         )
         after = [
             c
@@ -1488,7 +1488,7 @@ def _looks_like_name(value: str | None) -> bool:
 
 def _is_phrase(words: list[str]) -> bool:
     """Words naming something other than the leaves themselves ("code name", not "role")."""
-    return bool(words) and not any(_singular(w) in LEAF_WORDS for w in words)
+    return bool(words) and not any(singular(w) in LEAF_WORDS for w in words)
 
 
 def _span_of(tokens: list[str], words: list[str]) -> tuple[int, int]:

@@ -436,12 +436,6 @@ _QUOTED = re.compile(
 _FORWARDED = re.compile(r"^\s*-{2,}\s*Forwarded message\s*-{2,}", re.I | re.M)
 
 
-def forwarded(text: str) -> str:
-    """A message that forwards another, with the lines it quotes read as its own ("> Sted:
-    Oslo"); any other text as it is."""
-    return re.sub(r"^[ \t]*>[ \t]?", "", text, flags=re.M) if _FORWARDED.search(text) else text
-
-
 #: A question a reply quotes ("> 2. Site and working pattern?", "> - pay:"), answered on the
 #: next line.
 _QUOTED_QUESTION = re.compile(
@@ -468,8 +462,8 @@ def without_quoted(text: str) -> str:
     is. A forwarded message passes on what it quotes: its quoted lines are read as its own;
     a reply that answers the questions it quotes under each one states its answers
     (:func:`_inline_answers`)."""
-    if _FORWARDED.search(text):
-        return forwarded(text)
+    if _FORWARDED.search(text):  # "> Sted: Oslo" of a forwarded request is the request
+        return re.sub(r"^[ \t]*>[ \t]?", "", text, flags=re.M)
     m = _QUOTED.search(text)
     if not m or m.start() == 0:
         return text
