@@ -541,8 +541,13 @@ class ScopeLeaves:
                     stating.update(holding)
                 elif m.key in PERSON_KEYS and _names_person(v, same):
                     stating.update(holding)  # "Davide" is Davide Ferrante
-            may_state = self._may_state(m.value)
-            rivals: list[str] | None = None
+            # A country is stated in evidence by its name or by a place of the scope in it
+            # ("Data Engineer (Toronto)" is in Canada).
+            said = [m.value]
+            if m.key == "location" and country_code(m.value):
+                said += [v for v in vocabulary.get("location", []) if in_country_of(v, same)]
+            readers = [(v, self._may_state(v)) for v in said]
+            rivals: dict[str, list[str]] = {}
             kept = []
             for n in survivors:
                 if n in stating:
@@ -555,23 +560,26 @@ class ScopeLeaves:
                     # who manages the role ("Davide (guest interviewer)"): facets decide
                     continue
                 held = facts.values.get(m.key)
-                if (held and one_valued(m.key) and not _only_countries(m.key, held)) or not (
-                    may_state(facts)
-                ):
+                if held and one_valued(m.key) and not _only_countries(m.key, held):
                     # its facets state another value of a one-value key ("UK" is a country:
-                    # its documents may name the city in it); or no words
+                    # its documents may name the city in it)
                     continue
                 other = _COUNTERPART.get(m.key)
                 if other and any(
                     same_value_key(other, v) == same for v in facts.values.get(other, ())
                 ):
                     continue  # its facets say Go is nice to have: a mention does not require it
-                if rivals is None:
-                    rivals = KnownValues(vocabulary.get(m.key, [])).not_stating(m.value)
-                source = evidence_source(facts.passages, m.key, m.value, rivals)
-                if source is not None:
-                    how[n].append(source)
-                    kept.append(n)
+                for value, may_state in readers:
+                    if not may_state(facts):
+                        continue  # no words of it
+                    if value not in rivals:
+                        known = KnownValues(vocabulary.get(m.key, []))
+                        rivals[value] = known.not_stating(value)
+                    source = evidence_source(facts.passages, m.key, value, rivals[value])
+                    if source is not None:
+                        how[n].append(source)
+                        kept.append(n)
+                        break
             survivors = kept
         return [LeafMatch(n, tuple(how[n]), (names or {}).get(n, n)) for n in survivors]
 

@@ -677,3 +677,13 @@ def test_when_a_role_starts_is_the_date_a_later_note_moved_it_to(handmade9):
     # 10 March 2025."
     r = memory.ask("When are the testers starting?", scope="project:co-07")
     assert r.answer.startswith("10 March 2025"), r.answer
+
+
+def test_a_country_is_counted_alike_by_a_list_and_by_a_distribution(demo):
+    *_, memory = demo
+    # p00022's documents name Toronto, no facet holds its place: it is in Canada all the same
+    outside = memory.ask("Which searches are based outside Canada?", scope="account:northwind-0")
+    assert "project:p00022" not in outside.references, outside.answer
+    spread = memory.ask("Which country has the most Northwind searches?", "account:northwind-0")
+    us = memory.ask("How many searches are in the United States?", scope="account:northwind-0")
+    assert f"United States ({len(us.references)} of" in spread.answer, (spread.answer, us.answer)
