@@ -25,7 +25,6 @@ from hltm_assets.catalog import OWNERS, asset_metadata, asset_tags, linked_to_gi
 from hltm_assets.partitions import TreePartitions
 from hltm_resources.build.indexer import BuildReport, Indexer, StaleTopologyError
 from hltm_resources.config import Settings
-from hltm_resources.ids import node_id
 from hltm_resources.stores.lock import run_lock
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
@@ -91,19 +90,26 @@ def add_partition_metadata(context: dg.AssetExecutionContext, own: dict[str, dic
     )
 
 
+def partition_metadata(report: BuildReport, indexer: Indexer) -> tuple[dict[str, dict], dict]:
+    """Per raw id of a node in ``report``, the metadata of its partition (its own, then the
+    batch's); and the batch's alone: the engine and embedding model, and what the batch as a
+    whole did (one ``batch`` entry)."""
+    run = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
+    run["batch"] = dg.MetadataValue.json(run["batch"])
+    own = {
+        node.split(":", 1)[1]: _own_metadata(entry, run)
+        for node, entry in report.node_metadata().items()
+    }
+    return own, run
+
+
 def _result(
     context: dg.AssetExecutionContext, report: BuildReport, indexer: Indexer, level: str
 ) -> dg.MaterializeResult:
-    """Each partition's own metadata, then the run's: the engine and embedding model, and
-    what the batch as a whole did (one ``batch`` entry)."""
-    run = report.metadata(indexer.agents.engine_id, indexer.embedder.model_id)
-    run["batch"] = dg.MetadataValue.json(run["batch"])
-    own = report.node_metadata()
-    entries = {}
-    for key in context.partition_keys:
-        entry = own.get(node_id(level, key))
-        entries[key] = run if entry is None else _own_metadata(entry, run)
-    add_partition_metadata(context, entries)
+    """Each partition's own metadata (:func:`partition_metadata`); the run's for a partition
+    the report does not name."""
+    own, run = partition_metadata(report, indexer)
+    add_partition_metadata(context, {key: own.get(key, run) for key in context.partition_keys})
     return dg.MaterializeResult()
 
 

@@ -36,6 +36,8 @@ ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
 ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
 _LIMIT = 10_000
+#: The run id Dagster gives an event reported without a run.
+RUNLESS_RUN_ID = ""
 #: The Dagster instance of the distributed deployment (its folder in the home of each machine,
 #: every value from the environment): runs and event logs in PostgreSQL, runs launched onto
 #: the Celery workers, and the ``hltm_writer`` pool open to 16 writing runs at once (the lake
@@ -152,9 +154,11 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
                 ):
                     found = instance.get_runs(filters=dg.RunsFilter(tags={tag: raw}))
                     runs.update(run.run_id for run in found)
+        runs.discard(RUNLESS_RUN_ID)  # the memory service's reports: erased by partition below
         for run_id in sorted(runs):
             instance.delete_run(run_id)
             shutil.rmtree(Path(settings.home) / "storage" / run_id, ignore_errors=True)
+        _erase_reported(instance, targets)
         instance.wipe_asset_cached_status([dg.AssetKey(asset) for asset in targets])
         if settings.distributed:
             _forget_latest_in(instance, runs)
@@ -164,6 +168,55 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
         _forget_latest(settings, runs)
         compact_files(settings)
     return sorted(runs)
+
+
+def _erase_reported(instance, targets: dict[str, set[str]]) -> None:
+    """Delete the materializations of these partitions that the memory service reported
+    without a run (``hltm serve``, :func:`runner.report_level`), with their tags, from the
+    cross-run index and the runless events' own database; and the asset index's copy of the
+    latest one when it is such a report."""
+    import dagster as dg
+    import sqlalchemy as sa
+    from dagster._core.storage.event_log.schema import (
+        AssetEventTagsTable,
+        AssetKeyTable,
+        SqlEventLogStorageTable,
+    )
+
+    events = SqlEventLogStorageTable
+    storage = instance.event_log_storage
+    for asset, keys in targets.items():
+        key = dg.AssetKey(asset).to_string()
+        match = sa.and_(
+            events.c.run_id == RUNLESS_RUN_ID,
+            events.c.asset_key == key,
+            events.c.partition.in_(sorted(keys)),
+        )
+        with storage.index_connection() as conn:
+            ids = [r[0] for r in conn.execute(sa.select(events.c.id).where(match)).fetchall()]
+            if ids:
+                conn.execute(
+                    AssetEventTagsTable.delete().where(AssetEventTagsTable.c.event_id.in_(ids))
+                )
+                conn.execute(events.delete().where(events.c.id.in_(ids)))
+                conn.execute(
+                    AssetKeyTable.update()
+                    .where(
+                        sa.and_(
+                            AssetKeyTable.c.asset_key == key,
+                            AssetKeyTable.c.last_run_id == RUNLESS_RUN_ID,
+                        )
+                    )
+                    .values(
+                        last_materialization=None,
+                        last_materialization_timestamp=None,
+                        last_run_id=None,
+                    )
+                )
+        if not hasattr(storage, "path_for_shard"):  # PostgreSQL: the index holds every event
+            continue
+        with storage.run_connection(RUNLESS_RUN_ID) as conn:
+            conn.execute(events.delete().where(match))
 
 
 def _forget_latest_in(instance, runs: set[str]) -> None:

@@ -6,6 +6,7 @@ from hltm_resources.build.indexer import StaleTopologyError
 from hltm_resources.config import ConfigError, DeploymentError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.ids import InvalidIdError
+from hltm_resources.stores.changes import ChangeError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
 from hltm_resources.stores.lock import HomeBusyError
 from hltm_resources.stores.sot import SnapshotError
@@ -25,6 +26,7 @@ class QuestionError(ValueError):
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
+    ChangeError,
     ConfigError,
     DeploymentError,
     EmbedderError,

@@ -15,6 +15,8 @@ ENV = "HLTM_FAULT"
 FAULT_POINTS = (
     "delete:committed",  # the SOT transaction (with the erasure journal) committed
     "load:committed",
+    "write:committed",  # a direct write's transaction committed, nothing built
+    "serve:committed",  # the memory service's batch committed, not acknowledged or built
     "erase:vectors-deleted",  # rows deleted in LanceDB, old versions still on disk
     "erase:runs-deleted",  # Dagster runs of the nodes deleted, vectors and caches before
     "erase:stores-clean",  # vectors and caches erased, journal still there

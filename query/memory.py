@@ -332,8 +332,12 @@ class Memory:
         embedder: Embedder | None = None,
         log_queries: bool = True,
         log_batch: int = 1,
+        read_consistency: timedelta = READ_CONSISTENCY,
     ):
         self.settings = settings
+        #: How stale the LanceDB tables this process reads may be (the memory service reads
+        #: its own writes: 0, each question checks for a newer version).
+        self.read_consistency = read_consistency
         self._agents = agents
         self._embedder = embedder
         self._vectors: VectorStore | None = None
@@ -411,7 +415,7 @@ class Memory:
         if self._vectors is None:
             check_open(self.settings.duckdb_path)
             store = VectorStore(
-                self.settings.lancedb_path, None, None, read_consistency=READ_CONSISTENCY
+                self.settings.lancedb_path, None, None, read_consistency=self.read_consistency
             )
             for name in TABLES:
                 if not store.exists(name):
@@ -584,6 +588,12 @@ class Memory:
                     raise
                 self.refresh()
         return self._retrieve(*args)
+
+    def saw_write(self) -> None:
+        """A writer of this process (the memory service) just committed: the next question
+        reads the tables' versions afresh, so it finds what was written."""
+        if self._vectors is not None:
+            self._vectors.forget_versions()
 
     def refresh(self) -> None:
         """Forget the open tables and everything read from them (the next call reopens)."""

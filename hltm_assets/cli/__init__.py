@@ -8,10 +8,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hltm_assets.cli import adapt, ask, bench, demo, evaluate, inspect, memory, server, services
+from hltm_assets.cli import (
+    adapt,
+    ask,
+    bench,
+    demo,
+    evaluate,
+    inspect,
+    memory,
+    server,
+    services,
+    write,
+)
 from hltm_assets.cli.common import EXIT_USAGE, CliError
 
-GROUPS = (memory, ask, inspect, adapt, demo, evaluate, bench, server, services)
+GROUPS = (memory, write, ask, inspect, adapt, demo, evaluate, bench, server, services)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,8 +18,6 @@ from hltm_assets.cli.common import (
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from query import Memory
-
     settings = settings_of(args)
     if args.queries:
         if not args.out:
@@ -41,34 +39,44 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _ask_json(settings, args)
     if not args.question or not args.scope:
         raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
-    with Memory(settings) as mem:
-        result = mem.ask(args.question, scope=args.scope)
-    print(result.answer)
-    print(f"references: {', '.join(result.references) or '(none)'}")
-    t = result.timings
+    result = _ask(settings, args.question, args.scope)
+    print(result["answer"])
+    print(f"references: {', '.join(result['references']) or '(none)'}")
+    t = result["timings"]
     print(
         f"retrieval {t['retrieval_ms']:.0f} ms, answer {t['answer_ms']:.0f} ms, "
-        f"LLM calls {result.llm_calls}"
+        f"LLM calls {result['llm_calls']}"
     )
     return 0
+
+
+def _ask(settings, question: str, scope: str) -> dict:
+    """The answer as a dict: from the home's memory service when one runs (it holds the
+    DuckDB file; another process could not open it), else from memory read here."""
+    from query import Memory
+    from query.writer import ask_service, service_url
+
+    url = service_url(settings)
+    if url is not None:
+        return ask_service(url, question, scope, contexts=True)
+    with Memory(settings) as mem:
+        return mem.ask(question, scope=scope).as_dict()
 
 
 def _ask_json(settings, args: argparse.Namespace) -> int:
     """One JSON object on stdout whatever happens: the answer, or ``error`` (with
     ``error_type``) and the exit code of the same error without ``--json``."""
     from hltm_resources.errors import USER_ERRORS
-    from query import Memory
 
     try:
         if not args.question or not args.scope:
             raise CliError("ask needs a question and --scope NODE")
-        with Memory(settings) as mem:
-            result = mem.ask(args.question, scope=args.scope)
+        result = _ask(settings, args.question, args.scope)
     except (CliError, *USER_ERRORS) as exc:
         return _json_error(args, exc, EXIT_USAGE)
     except Exception as exc:  # an engine or store failure: still one JSON object
         return _json_error(args, exc, EXIT_FAILED)
-    print_json(result.as_dict())
+    print_json(result)
     return 0
 
 

@@ -624,8 +624,15 @@ def bench_distributed(**kwargs) -> dict:
     return run(**kwargs)
 
 
+def bench_live(**kwargs) -> dict:
+    from hltm_assets.cli.bench_live import bench_live as run
+
+    return run(**kwargs)
+
+
 BENCHMARKS = {
     "distributed": bench_distributed,
+    "live": bench_live,
     "index": bench_index,
     "query": bench_query,
     "incremental": bench_incremental,
@@ -648,6 +655,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.which == "distributed":
         workers = tuple(int(w) for w in args.workers.split(","))
         result = run(leaves=args.leaves, workers=workers, home=args.home)
+    elif args.which == "live":
+        result = run(
+            leaves=args.leaves,
+            home=args.home,
+            reuse=args.reuse,
+            singles=args.singles,
+            rate=args.rate,
+            seconds=args.seconds,
+            clients=args.clients,
+            burst=args.burst,
+        )
     elif args.which in ("index", "query"):
         result = run(seed=args.seed)
     else:
@@ -670,6 +688,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     scale.add_argument(
         "--reuse", action="store_true", help="measure again on the tree built in --home"
     )
+    live = p.add_argument_group("live (also --leaves, --home, --reuse)")
+    live.add_argument("--singles", type=int, default=40, help="single writes, one at a time")
+    live.add_argument("--rate", type=float, default=20.0, help="sustained writes per second")
+    live.add_argument("--seconds", type=float, default=60.0, help="how long they are sustained")
+    live.add_argument("--clients", type=int, default=4, help="clients sharing that rate")
+    live.add_argument("--burst", type=int, default=1000, help="writes sent at once")
     distributed = p.add_argument_group("distributed (also --leaves, --home)")
     distributed.add_argument(
         "--workers", default="1,2,4", help="worker counts to build with, side by side"

@@ -21,7 +21,7 @@ from pathlib import Path
 from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
-from hltm_resources.stores.memory_rows import erase_rows
+from hltm_resources.stores.memory_rows import drop_pending, erase_rows
 from hltm_resources.stores.vectors import VectorStore
 
 JOURNAL_DDL = (
@@ -62,6 +62,7 @@ def scrub_database(
     the erasure of all of them from the other stores (:func:`complete_erasures`)."""
     erase_rows(con, gone, invalidate)
     nodes = sorted(set(gone) | set(deleted_projects))
+    drop_pending(con, nodes)
     if nodes:
         con.execute(
             "DELETE FROM query_log WHERE scope IN (SELECT unnest(?)) "

@@ -78,8 +78,10 @@ class NodeBuildError(RuntimeError):
     """Some nodes of a batch failed; the others were written, the failed ones kept their
     last good memory."""
 
-    def __init__(self, failures: dict[str, str], built: int):
+    def __init__(self, failures: dict[str, str], built: int, report: BuildReport | None = None):
         self.failures = failures
+        #: What the batch did for the nodes that did not fail.
+        self.report = report
         shown = "; ".join(f"{n}: {e}" for n, e in sorted(failures.items())[:5])
         more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
         super().__init__(
@@ -269,6 +271,29 @@ class Indexer:
             full=full,
         )
 
+    def plan_for(self, leaves: Sequence[str], topology: Topology | None = None) -> Plan:
+        """The plan after writes that changed ``leaves`` (node ids) and nothing else: their
+        input hashes are computed from their documents, every other leaf's stored hash stands
+        (its documents are not read), parents are planned as :meth:`plan` plans them, and a
+        node emptied by a deletion or a move is rebuilt. What :meth:`plan` finds after the
+        same writes, for the price of the touched leaves (``hltm verify`` compares).
+        ``topology``: the current tree, when the caller keeps it."""
+        self.vectors.check_model()
+        self.refresh_hints()
+        with database.connect(self.settings.duckdb_path, read_only=True) as con:
+            topo = topology if topology is not None else read_topology(con, self.schema)
+            states = read_states(con)
+            raws = [n.split(":", 1)[1] for n in leaves if topo.node(n) is not None]
+            docs = read_documents(con, self.schema, raws)
+
+        def leaf_hash(node: NodeInfo) -> str:
+            if node.raw_id in docs:
+                return self.leaf_hash(node, docs[node.raw_id])
+            state = states.get(node.node_id)
+            return state.input_hash if state else ""
+
+        return make_plan(topo, states, leaf_hash, self.parent_hash)
+
     def build_plan(self, plan: Plan, build_level: BuildLevel | None = None) -> list:
         """Build what ``plan`` says, level by level from the leaves up; returns what each
         level's build returned.
@@ -376,7 +401,7 @@ class Indexer:
         }
         self.last_failures = failures
         if failures:
-            raise NodeBuildError(failures, len(report.nodes))
+            raise NodeBuildError(failures, len(report.nodes), report)
         return report
 
     def _stored_entries(self, nodes: list[NodeInfo]) -> list[dict]:
@@ -454,7 +479,8 @@ class Indexer:
                 kids = {n.node_id: topo.children(n) for n in chunk}
                 child_ids = [c.node_id for cs in kids.values() for c in cs]
                 states = read_states(con, node_ids=child_ids)
-                memories = read_memories(con, child_ids)
+                # Aggregation reads facets, QA pairs and summaries; never passages.
+                memories = read_memories(con, child_ids, evidence=False)
         items: list[tuple[NodeInfo, Memory, str, int]] = []
         failures: dict[str, str] = {}
 

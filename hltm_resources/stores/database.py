@@ -7,8 +7,13 @@ process holds the lock, :func:`connect` retries with backoff until ``timeout_s``
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
+import importlib.util
 import os
 import random
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +30,25 @@ if TYPE_CHECKING:
     from hltm_resources.schema import TreeSchema
 
 SCHEMA_VERSION = 1
+
+# DuckDB's Python client tries `import pandas` twice for every element of a list parameter
+# (`IN (SELECT unnest(?))`); without pandas installed, each try searches every path entry
+# again: 0.2 s for a list of 3,000 node ids, 5 times the query itself. When pandas is absent,
+# a finder first in line says so at once (pyarrow and polars take that as they take its
+# absence).
+
+
+class _PandasAbsent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas":
+            raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+        return None
+
+
+if importlib.util.find_spec("pandas") is None and not any(
+    isinstance(f, _PandasAbsent) for f in sys.meta_path
+):
+    sys.meta_path.insert(0, _PandasAbsent())
 
 MEMORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS hltm_meta (key VARCHAR, value VARCHAR);
@@ -99,6 +123,92 @@ class NoMemoryError(FileNotFoundError):
     """The home has no DuckDB file yet."""
 
 
+class _OwnedFile:
+    """A DuckDB file this process writes alone for a long time (the memory service).
+
+    One connection stays open, so the database stays loaded and each short connection costs
+    microseconds instead of opening the file. Every connection opens read-write (DuckDB
+    refuses a read-only and a read-write connection to one file in one process). Connections
+    share the file; replacing it (:func:`rewrite_file`) waits until none is open, so no thread
+    keeps reading, or writing, the file that was replaced."""
+
+    def __init__(self, key: str):
+        self.key = key
+        self.cond = threading.Condition()
+        self.users = 0
+        self.replacing: int | None = None
+        self.anchor: duckdb.DuckDBPyConnection | None = duckdb.connect(key)
+
+    @contextmanager
+    def used(self) -> Iterator[None]:
+        with self.cond:
+            if self.replacing == threading.get_ident():  # the replacing thread itself
+                self.users += 1
+            else:
+                while self.replacing is not None:
+                    self.cond.wait()
+                self.users += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.users -= 1
+                self.cond.notify_all()
+
+    @contextmanager
+    def replaced(self) -> Iterator[None]:
+        with self.cond:
+            while self.replacing is not None or self.users:
+                self.cond.wait()
+            self.replacing = threading.get_ident()
+        if self.anchor is not None:
+            self.anchor.close()
+            self.anchor = None
+        try:
+            yield
+        finally:
+            self.anchor = duckdb.connect(self.key)
+            with self.cond:
+                self.replacing = None
+                self.cond.notify_all()
+
+    def close(self) -> None:
+        if self.anchor is not None:
+            self.anchor.close()
+            self.anchor = None
+
+
+_OWNED: dict[str, _OwnedFile] = {}
+
+
+@contextmanager
+def owned(path: Path) -> Iterator[None]:
+    """While inside, this process is the file's only writer and keeps it open."""
+    key = str(Path(path).resolve())
+    _OWNED[key] = _OwnedFile(key)
+    try:
+        yield
+    finally:
+        _OWNED.pop(key).close()
+
+
+def _owned(path: Path) -> _OwnedFile | None:
+    return _OWNED.get(str(path.resolve())) if _OWNED else None
+
+
+def _service_of(path: Path) -> str | None:
+    """Who the running memory service of the home holding ``path`` is, if one runs
+    (``hltm serve`` writes ``service.json`` next to the file)."""
+    import json
+
+    try:
+        info = json.loads((path.parent / "service.json").read_text())
+        os.kill(int(info["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return f"hltm serve, pid {info['pid']}, {info.get('url', '')}"
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text or "conflicting" in text or "already open" in text
@@ -125,6 +235,15 @@ def connect(
         raise NoMemoryError(
             f"no memory store at {path}: load a snapshot first (hltm --home {path.parent} load DIR)"
         )
+    owner = _owned(path)
+    if owner is not None:
+        with owner.used():
+            con = duckdb.connect(str(path))
+            try:
+                yield con
+            finally:
+                con.close()
+        return
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout_s
@@ -134,6 +253,12 @@ def connect(
             con = duckdb.connect(str(path), read_only=read_only)
             break
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if _is_lock_error(exc) and (owner := _service_of(path)):
+                raise StoreBusyError(
+                    f"the memory service ({owner}) owns {path.parent} while it runs: ask "
+                    "through it (hltm ask, or POST /v1/ask), write through it (hltm remember, "
+                    "forget, apply), or stop it first"
+                ) from exc
             if not _is_lock_error(exc) or time.monotonic() >= deadline:
                 if _is_lock_error(exc):
                     raise StoreBusyError(
@@ -205,15 +330,17 @@ def rewrite_file(path: Path | Lake, timeout_s: float = 60.0) -> None:
     fresh = path.with_name(path.name + ".rewrite")
     for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
         leftover.unlink(missing_ok=True)
-    with connect(path, timeout_s=timeout_s) as con:
-        con.execute("CHECKPOINT")
-        name = con.execute("SELECT current_database()").fetchone()[0]
-        con.execute(f"ATTACH '{fresh}' AS hltm_fresh")
-        con.execute(f'COPY FROM DATABASE "{name}" TO hltm_fresh')
-        con.execute("DETACH hltm_fresh")
-        fault("rewrite:copied")
-        os.replace(fresh, path)  # atomic; still under our lock
-    path.with_name(path.name + ".wal").unlink(missing_ok=True)
+    owner = _owned(path)
+    with owner.replaced() if owner else contextlib.nullcontext():
+        with connect(path, timeout_s=timeout_s) as con:
+            con.execute("CHECKPOINT")
+            name = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f"ATTACH '{fresh}' AS hltm_fresh")
+            con.execute(f'COPY FROM DATABASE "{name}" TO hltm_fresh')
+            con.execute("DETACH hltm_fresh")
+            fault("rewrite:copied")
+            os.replace(fresh, path)  # atomic; still under our lock
+        path.with_name(path.name + ".wal").unlink(missing_ok=True)
 
 
 @contextmanager

@@ -163,6 +163,11 @@ def _file_lock(home: Path, key: str, command: str, wait_s: float | None) -> Iter
             if time.monotonic() >= deadline:
                 holder = _holder(path)
                 fh.close()
+                if holder.startswith("hltm serve "):
+                    raise HomeBusyError(
+                        f"the memory service ({holder}) owns writing to {home}: write through "
+                        "it (hltm remember, forget, apply; they find it), or stop it to run this"
+                    ) from None
                 raise HomeBusyError(
                     f"{holder} is writing {home}: only one writer at a time; run this again "
                     f"when it finishes (or set {WAIT_ENV}=SECONDS to wait)"

@@ -13,6 +13,11 @@ from hltm_resources.models import Facet, Memory, NodeInfo, Passage, QAPair, Summ
 PASSAGE_FIELDS = tuple(f.name for f in fields(Passage))
 
 INVALIDATED = "invalidated"
+#: The leaves a write changed and no build has taken since (journaled with the write, cleared
+#: once built): a writer killed in between leaves them for the next one, whose plan covers
+#: them too (:mod:`hltm_resources.build.writes`).
+PENDING = "build_pending"
+PENDING_DDL = f"CREATE TABLE IF NOT EXISTS {PENDING} (node_id VARCHAR NOT NULL)"
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,26 @@ class BuildMeta:
     engine: str
     embed_model: str
     hints_version: int
+
+
+def add_pending(con, leaves: Sequence[str]) -> None:
+    """Journal ``leaves`` (node ids) as written and not built, in the write's transaction."""
+    con.execute(PENDING_DDL)
+    if leaves:
+        con.executemany(f"INSERT INTO {PENDING} VALUES (?)", [[n] for n in leaves])
+
+
+def pending_leaves(con) -> list[str]:
+    """The leaves a write changed and no build has taken since (node ids)."""
+    con.execute(PENDING_DDL)
+    return sorted({r[0] for r in con.execute(f"SELECT node_id FROM {PENDING}").fetchall()})
+
+
+def drop_pending(con, node_ids: Sequence[str]) -> None:
+    """Take ``node_ids`` off the journal (built, found current, or erased), if there is one."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if node_ids and PENDING in tables:
+        con.execute(f"DELETE FROM {PENDING} WHERE node_id IN (SELECT unnest(?))", [list(node_ids)])
 
 
 def read_states(

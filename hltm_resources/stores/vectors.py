@@ -302,6 +302,11 @@ class VectorStore:
             self._versions[name] = seen
         return seen[0]
 
+    def forget_versions(self) -> None:
+        """Ask LanceDB for each table's version again at the next :meth:`version` (a writer
+        of this process just committed)."""
+        self._versions.clear()
+
     def exists(self, name: str) -> bool:
         return name in self.db.table_names()
 
