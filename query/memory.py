@@ -332,12 +332,13 @@ class Memory:
         embedder: Embedder | None = None,
         log_queries: bool = True,
         log_batch: int = 1,
-        read_consistency: timedelta = READ_CONSISTENCY,
+        read_consistency: timedelta | None = None,
     ):
         self.settings = settings
-        #: How stale the LanceDB tables this process reads may be (the memory service reads
-        #: its own writes: 0, each question checks for a newer version).
-        self.read_consistency = read_consistency
+        #: How stale the LanceDB tables this process reads may be (default
+        #: :data:`READ_CONSISTENCY`; the memory service reads its own writes: 0, each question
+        #: checks for a newer version).
+        self.read_consistency = READ_CONSISTENCY if read_consistency is None else read_consistency
         self._agents = agents
         self._embedder = embedder
         self._vectors: VectorStore | None = None
