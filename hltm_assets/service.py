@@ -34,7 +34,7 @@ from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
 from hltm_resources.stores.changes import Change, ChangeError, SotIds
-from hltm_resources.stores.lock import home_lock
+from hltm_resources.stores.lock import SERVICE_FILE, home_lock
 from hltm_resources.stores.memory_rows import pending_leaves
 from hltm_resources.stores.sot import read_topology
 
@@ -382,9 +382,6 @@ class MemoryService:
 
 
 # -- over HTTP -----------------------------------------------------------------------------
-
-#: Where a running service tells clients of its home how to reach it.
-SERVICE_FILE = "service.json"
 
 
 def http_app(service: MemoryService):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -26,8 +25,8 @@ from hltm_resources.build.writes import Build, write
 from hltm_resources.config import Settings
 from hltm_resources.ids import check_raw_id, parse_node_id
 from hltm_resources.stores.changes import DOCUMENT, Change, ChangeError, parse_changes
+from hltm_resources.stores.lock import running_service
 
-SERVICE_FILE = "service.json"
 #: Seconds a direct write (no service) waits for another writer of the home.
 DIRECT_LOCK_WAIT_S = 120.0
 
@@ -42,13 +41,8 @@ def now_iso() -> str:
 
 def service_url(settings: Settings) -> str | None:
     """The URL of the home's running memory service, or None."""
-    path = Path(settings.home) / SERVICE_FILE
-    try:
-        info = json.loads(path.read_text())
-        os.kill(int(info["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return str(info["url"])
+    info = running_service(settings.home)
+    return str(info["url"]) if info else None
 
 
 class Writer:

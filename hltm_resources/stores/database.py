@@ -197,16 +197,11 @@ def _owned(path: Path) -> _OwnedFile | None:
 
 
 def _service_of(path: Path) -> str | None:
-    """Who the running memory service of the home holding ``path`` is, if one runs
-    (``hltm serve`` writes ``service.json`` next to the file)."""
-    import json
+    """Who the running memory service of the home holding ``path`` is, if one runs."""
+    from hltm_resources.stores.lock import running_service
 
-    try:
-        info = json.loads((path.parent / "service.json").read_text())
-        os.kill(int(info["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return f"hltm serve, pid {info['pid']}, {info.get('url', '')}"
+    info = running_service(path.parent)
+    return f"hltm serve, pid {info['pid']}, {info.get('url', '')}" if info else None
 
 
 def _is_lock_error(exc: Exception) -> bool:

@@ -190,6 +190,23 @@ def _file_lock(home: Path, key: str, command: str, wait_s: float | None) -> Iter
             fh.close()
 
 
+#: Where a running memory service (``hltm serve``) says how to reach it, in its home.
+SERVICE_FILE = "service.json"
+
+
+def running_service(home: str | Path) -> dict | None:
+    """``{"url", "pid"}`` of the home's running memory service, or None (no file, or its
+    process is gone)."""
+    import json
+
+    try:
+        info = json.loads((Path(home) / SERVICE_FILE).read_text())
+        os.kill(int(info["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info
+
+
 def holds_lock(home: str | Path) -> bool:
     """Whether this process holds the home's writer lock."""
     return str(Path(home).resolve()) in _held
