@@ -165,7 +165,7 @@ def _file_lock(home: Path, key: str, command: str, wait_s: float | None) -> Iter
                 fh.close()
                 if holder.startswith("hltm serve "):
                     raise HomeBusyError(
-                        f"the memory service ({holder}) owns writing to {home}: write through "
+                        f"{holder}, the memory service, owns writing to {home}: write through "
                         "it (hltm remember, forget, apply; they find it), or stop it to run this"
                     ) from None
                 raise HomeBusyError(
