@@ -93,9 +93,6 @@ class Ticket:
                 event.set()
         self._call()
 
-    def wait(self, stage: str, timeout: float | None = None) -> bool:
-        return self._done[stage].wait(timeout)
-
     def when(self, stage: str, callback: Callable[[], object]) -> None:
         """Call ``callback`` (from the writer thread, or now) once ``stage`` is reached or the
         ticket failed: how an asynchronous handler waits without holding a thread."""
@@ -156,7 +153,6 @@ class MemoryService:
         self.memory = None
         self.stats = {"batches": 0, "writes": 0, "refused": 0, "build_failures": 0}
         self.last_error: str | None = None
-        self.ready = threading.Event()
 
     # -- life ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -183,7 +179,6 @@ class MemoryService:
             )
             self._thread = threading.Thread(target=self._loop, name="hltm-writer", daemon=True)
             self._thread.start()
-            self.ready.set()
             try:
                 yield self
             finally:
@@ -280,8 +275,7 @@ class MemoryService:
                     [(t.changes, t.source) for t in tickets],
                     topology=self._topology,
                 )
-                if report.tree_changed:
-                    self._topology = read_topology(con, self.schema)
+            self._topology = report.tree
         except Exception as exc:  # noqa: BLE001 - nothing was written; every ticket hears why
             self._reload_ids()  # they moved on with the changes rolled back
             self.last_error = f"{type(exc).__name__}: {exc}"

@@ -142,7 +142,7 @@ class Writer:
             "wait": wait,
             "timeout_s": self.timeout_s,
         }
-        status, out = _post(url, "/v1/changes", body, timeout=self.timeout_s + 30)
+        status, out = post_json(url, "/v1/changes", body, timeout=self.timeout_s + 30)
         if status == 400:
             raise ChangeError.saying(out.get("error", f"{source} was refused"))
         if status not in (200, 202) or out.get("error"):
@@ -157,7 +157,7 @@ def ask_service(url: str, question: str, scope: str, contexts: bool = False) -> 
     from hltm_resources.errors import QuestionError
 
     body = {"question": question, "scope": scope, "contexts": contexts}
-    status, out = _post(url, "/v1/ask", body, timeout=120.0)
+    status, out = post_json(url, "/v1/ask", body, timeout=120.0)
     if status == 400:
         raise QuestionError(out.get("error", "the memory service refused the question"))
     if status != 200:
@@ -165,7 +165,8 @@ def ask_service(url: str, question: str, scope: str, contexts: bool = False) -> 
     return out
 
 
-def _post(url: str, path: str, body: dict, timeout: float) -> tuple[int, dict]:
+def post_json(url: str, path: str, body: dict, timeout: float) -> tuple[int, dict]:
+    """POST ``body`` to the service at ``url`` + ``path``: (HTTP status, the JSON answer)."""
     request = urllib.request.Request(
         url + path,
         data=json.dumps(body).encode(),
@@ -177,13 +178,3 @@ def _post(url: str, path: str, body: dict, timeout: float) -> tuple[int, dict]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
-
-
-def remember(home: str | Path | None = None, *args, **kwargs) -> dict:
-    """:meth:`Writer.remember` on ``home`` (default ``$HLTM_HOME``)."""
-    return Writer.open(home).remember(*args, **kwargs)
-
-
-def forget(target: str, home: str | Path | None = None, wait: str = "leaf") -> dict:
-    """:meth:`Writer.forget` on ``home`` (default ``$HLTM_HOME``)."""
-    return Writer.open(home).forget(target, wait=wait)

@@ -39,7 +39,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _ask_json(settings, args)
     if not args.question or not args.scope:
         raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
-    result = _ask(settings, args.question, args.scope)
+    result = _ask(settings, args.question, args.scope, contexts=False)
     print(result["answer"])
     print(f"references: {', '.join(result['references']) or '(none)'}")
     t = result["timings"]
@@ -50,7 +50,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask(settings, question: str, scope: str) -> dict:
+def _ask(settings, question: str, scope: str, contexts: bool = True) -> dict:
     """The answer as a dict: from the home's memory service when one runs (it holds the
     DuckDB file; another process could not open it), else from memory read here."""
     from query import Memory
@@ -58,7 +58,7 @@ def _ask(settings, question: str, scope: str) -> dict:
 
     url = service_url(settings)
     if url is not None:
-        return ask_service(url, question, scope, contexts=True)
+        return ask_service(url, question, scope, contexts=contexts)
     with Memory(settings) as mem:
         return mem.ask(question, scope=scope).as_dict()
 

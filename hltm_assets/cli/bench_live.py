@@ -28,26 +28,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hltm_resources.config import Settings
-
-
-def _post(url: str, path: str, body: dict, timeout: float = 600.0) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url + path,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+from query.writer import ask_service, post_json
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -96,7 +82,8 @@ class _Writes:
     def send(self, url: str, wait: str) -> tuple[float, str, str, str, dict]:
         change, leaf, account, word = self.next()
         t0 = time.perf_counter()
-        status, out = _post(url, "/v1/changes", {"changes": [change], "wait": wait})
+        body = {"changes": [change], "wait": wait}
+        status, out = post_json(url, "/v1/changes", body, timeout=600)
         took = time.perf_counter() - t0
         if status == 200:
             with self.lock:
@@ -105,10 +92,8 @@ class _Writes:
 
 
 def _finds(url: str, scope: str, word: str) -> bool:
-    status, out = _post(
-        url, "/v1/ask", {"question": f"Who asks for {word}?", "scope": scope, "contexts": True}
-    )
-    return status == 200 and word in json.dumps(out.get("contexts", {}))
+    out = ask_service(url, f"Who asks for {word}?", scope, contexts=True)
+    return word in json.dumps(out.get("contexts", {}))
 
 
 def _start_service(home: Path) -> tuple[subprocess.Popen, str]:

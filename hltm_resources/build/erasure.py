@@ -54,6 +54,23 @@ def _unreachable_stores(settings: Settings) -> list[str]:
     return [RUN_HISTORY] if has_run_history(settings) and RUN_HISTORY not in OUTER_STORES else []
 
 
+def gone_and_emptied(states: dict, topo) -> tuple[list[str], set[str]]:
+    """After the source of truth changed: the built nodes (``states``) no longer in the tree
+    ``topo``, and those to empty. A node that moved keeps its old path in its vectors (the
+    scope filter): it and its old and new ancestors are emptied, so no question at the old
+    scope can find it before it is rebuilt; so are the surviving ancestors of a node gone."""
+    gone = sorted(n for n in states if topo.node(n) is None)
+    moved = [n for n, st in states.items() if topo.node(n) and topo.node(n).path != st.path]
+    emptied = set(moved) | {a.node_id for n in moved for a in topo.ancestors(topo.node(n))}
+    for node in gone + moved:  # the stored ancestors still in the tree
+        parent = states[node].parent_id
+        while parent is not None and parent in states:
+            if topo.node(parent) is not None:
+                emptied.add(parent)
+            parent = states[parent].parent_id
+    return gone, emptied
+
+
 def scrub_database(
     con, gone: Sequence[str], invalidate: Sequence[str], deleted_projects: Sequence[str] = ()
 ) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hltm_resources.build.erasure import complete_erasures, scrub_database
+from hltm_resources.build.erasure import complete_erasures, gone_and_emptied, scrub_database
 from hltm_resources.build.indexer import Indexer
 from hltm_resources.build.plan import Plan
 from hltm_resources.config import Settings
@@ -36,33 +36,12 @@ def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
             report = apply_snapshot(con, snap, str(Path(directory).resolve()))
             topo = read_topology(con, schema)
             states = read_states(con)
-            gone = sorted(n for n in states if topo.node(n) is None)
-            # A node that moved keeps its old path in its vectors (the scope filter): it and
-            # its old and new ancestors are emptied now, so no question at the old scope can
-            # find it before the next index rebuilds them.
-            moved = sorted(
-                n for n, st in states.items() if topo.node(n) and topo.node(n).path != st.path
-            )
-            invalidate = sorted(
-                (_surviving_ancestors(gone + moved, states, topo) | set(moved))
-                | {a.node_id for n in moved for a in topo.ancestors(topo.node(n))}
-            )
+            gone, invalidate = gone_and_emptied(states, topo)
             deleted = [f"{schema.leaf.name}:{p}" for p in report.deleted]
-            scrub_database(con, gone, invalidate, deleted)
+            scrub_database(con, gone, sorted(invalidate), deleted)
         fault("load:committed")
         complete_erasures(settings)
     return report
-
-
-def _surviving_ancestors(gone: list[str], states: dict, topo) -> set[str]:
-    out: set[str] = set()
-    for node in gone:
-        parent = states[node].parent_id
-        while parent is not None and parent in states:
-            if topo.node(parent) is not None:
-                out.add(parent)
-            parent = states[parent].parent_id
-    return out
 
 
 def load_and_build(settings: Settings, directory: str | Path) -> Plan:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from hltm_resources.build.erasure import complete_erasures, scrub_database
+from hltm_resources.build.erasure import complete_erasures, gone_and_emptied, scrub_database
 from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.models import Topology
@@ -33,7 +33,6 @@ from hltm_resources.stores import database
 from hltm_resources.stores.changes import DOCUMENT, Applied, Change, ChangeError, SotIds
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import (
-    NodeState,
     add_pending,
     drop_pending,
     pending_leaves,
@@ -56,8 +55,8 @@ class WriteReport:
     emptied: list[str] = field(default_factory=list)
     documents_deleted: int = 0
     built: dict[str, int] = field(default_factory=dict)
-    #: Whether the tree may have changed (a node was upserted or deleted), not only documents.
-    tree_changed: bool = True
+    #: The tree after the changes (what the caller passed in when only documents changed).
+    tree: Topology | None = field(default=None, repr=False)
     #: Per batch given to :func:`record_changes`, the node ids of the leaves it touched.
     batch_leaves: list[list[str]] = field(default_factory=list)
     #: Leaves an earlier writer applied and did not build (it was killed), built with these.
@@ -110,16 +109,8 @@ def record_changes(
         for level, gone in step.deleted.items():
             applied.deleted[level] |= gone
     applied.leaves -= applied.deleted[schema.leaf.name]
-    if documents_only:
-        topo, gone, moved = topology, [], []
-    else:
-        topo = read_topology(con, schema)
-        gone = sorted(n for n in before if topo.node(n) is None)
-        moved = sorted(
-            n for n, st in before.items() if topo.node(n) and topo.node(n).path != st.path
-        )
-    emptied = _ancestors(gone + moved, before, topo) | set(moved)
-    emptied |= {a.node_id for n in moved for a in topo.ancestors(topo.node(n))}
+    topo = topology if documents_only else read_topology(con, schema)
+    gone, emptied = gone_and_emptied(before, topo)  # nothing, with documents only
     if applied.documents_deleted:  # forgotten: erased from its leaf and what aggregates it
         built = before if before else read_states(con)
         for raw in applied.leaves:
@@ -136,22 +127,10 @@ def record_changes(
         deleted=deleted,
         emptied=sorted(emptied),
         documents_deleted=len(applied.documents_deleted),
-        tree_changed=not documents_only,
+        tree=topo,
         batch_leaves=batch_leaves,
     )
     return report, problems
-
-
-def _ancestors(nodes: list[str], states: dict[str, NodeState], topo: Topology) -> set[str]:
-    """The stored ancestors of ``nodes`` that are still in the tree."""
-    out: set[str] = set()
-    for node in nodes:
-        parent = states[node].parent_id
-        while parent is not None and parent in states:
-            if topo.node(parent) is not None:
-                out.add(parent)
-            parent = states[parent].parent_id
-    return out
 
 
 def clear_pending(settings: Settings, leaves: Sequence[str]) -> None:

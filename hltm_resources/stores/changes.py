@@ -24,14 +24,19 @@ decided by :mod:`hltm_resources.build.writes`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hltm_resources.ids import check_doc_id, check_raw_id
 from hltm_resources.schema import DOCUMENTS, TreeSchema
-from hltm_resources.stores.sot import MAX_ERRORS, SnapshotProblem, _is_unicode, _parse_line
+from hltm_resources.stores.sot import (
+    BLANK,
+    SnapshotProblem,
+    check_fields,
+    decode_line,
+    refusal,
+)
 
 #: The level name of a document in a change (the tree's levels are the others).
 DOCUMENT = "document"
@@ -68,18 +73,7 @@ class ChangeError(ValueError):
     def __init__(self, source: str, problems: list[SnapshotProblem]):
         self.source = source
         self.problems = problems
-        if len(problems) == 1:
-            super().__init__(
-                f"{problems[0]} ({source} was not applied; the source of truth is unchanged)"
-            )
-            return
-        shown = "\n".join(f"  {p}" for p in problems[:MAX_ERRORS])
-        extra = len(problems) - MAX_ERRORS
-        more = f"\n  ... and {extra} more" if extra > 0 else ""
-        super().__init__(
-            f"{source} was not applied ({len(problems)} problems; the source of truth is "
-            f"unchanged):\n{shown}{more}"
-        )
+        super().__init__(refusal(f"{source} was not applied", problems))
 
     @classmethod
     def saying(cls, message: str) -> ChangeError:
@@ -131,18 +125,16 @@ def parse_change(obj: object, schema: TreeSchema, line: int | None = None) -> Ch
     unknown = sorted(set(record) - set(fields))
     if unknown:
         return f"record has unknown field{'s' if len(unknown) > 1 else ''} " + ", ".join(unknown)
-    parsed, problem = _parse_line(json.dumps(record).encode(), fields)
+    problem = check_fields(record, fields)
     if problem:
         return problem
-    if not all(_is_unicode(parsed[f]) for f in fields):
-        return "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
     for f in fields:
         if f.endswith("_id"):
             try:
-                (check_doc_id if f == "doc_id" else check_raw_id)(parsed[f], f)
+                (check_doc_id if f == "doc_id" else check_raw_id)(record[f], f)
             except ValueError as exc:
                 return str(exc)
-    return Change("upsert", level, record={f: parsed[f] for f in fields}, line=line)
+    return Change("upsert", level, record={f: record[f] for f in fields}, line=line)
 
 
 def read_feed(path: str | Path, schema: TreeSchema) -> list[Change]:
@@ -155,26 +147,10 @@ def read_feed(path: str | Path, schema: TreeSchema) -> list[Change]:
     problems: list[SnapshotProblem] = []
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(SnapshotProblem(path.name, lineno, f"is not valid UTF-8 ({exc})"))
+            obj, problem = decode_line(raw)
+            if obj is BLANK:
                 continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems.append(
-                    SnapshotProblem(
-                        path.name, lineno, f"is not valid JSON ({exc.msg} at column {exc.colno})"
-                    )
-                )
-                continue
-            except (RecursionError, ValueError):
-                problems.append(SnapshotProblem(path.name, lineno, "is not valid JSON"))
-                continue
-            parsed = parse_change(obj, schema, lineno)
+            parsed = problem or parse_change(obj, schema, lineno)
             if isinstance(parsed, str):
                 problems.append(SnapshotProblem(path.name, lineno, parsed))
             else:

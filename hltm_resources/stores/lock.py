@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import socket
 import threading
@@ -197,8 +198,6 @@ SERVICE_FILE = "service.json"
 def running_service(home: str | Path) -> dict | None:
     """``{"url", "pid"}`` of the home's running memory service, or None (no file, or its
     process is gone)."""
-    import json
-
     try:
         info = json.loads((Path(home) / SERVICE_FILE).read_text())
         os.kill(int(info["pid"]), 0)

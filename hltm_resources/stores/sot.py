@@ -50,25 +50,24 @@ class SnapshotProblem:
         return f"{where}: {self.message}"
 
 
+def refusal(subject: str, problems: list[SnapshotProblem]) -> str:
+    """The message of a refused input: ``subject`` ("snapshot DIR was not loaded"), then its
+    problems, ``file:line`` first as compilers print them (at most :data:`MAX_ERRORS`)."""
+    if len(problems) == 1:
+        return f"{problems[0]} ({subject}; the source of truth is unchanged)"
+    shown = "\n".join(f"  {p}" for p in problems[:MAX_ERRORS])
+    extra = len(problems) - MAX_ERRORS
+    more = f"\n  ... and {extra} more" if extra > 0 else ""
+    return f"{subject} ({len(problems)} problems; the source of truth is unchanged):\n{shown}{more}"
+
+
 class SnapshotError(ValueError):
     """A snapshot that cannot be loaded; nothing was written."""
 
     def __init__(self, directory: Path, problems: list[SnapshotProblem]):
         self.directory = directory
         self.problems = problems
-        if len(problems) == 1:  # one line: file:line first, as compilers print it
-            super().__init__(
-                f"{problems[0]} (snapshot {directory} was not loaded; the source of truth "
-                "is unchanged)"
-            )
-            return
-        shown = "\n".join(f"  {p}" for p in problems[:MAX_ERRORS])
-        extra = len(problems) - MAX_ERRORS
-        more = f"\n  ... and {extra} more" if extra > 0 else ""
-        super().__init__(
-            f"snapshot {directory} was not loaded ({len(problems)} problems; the source of "
-            f"truth is unchanged):\n{shown}{more}"
-        )
+        super().__init__(refusal(f"snapshot {directory} was not loaded", problems))
 
 
 @dataclass
@@ -139,35 +138,53 @@ def _parse_file(
     return pl.DataFrame(columns, schema=schema), problems
 
 
-def _parse_line(raw: bytes, fields: tuple[str, ...]) -> tuple[dict | None, str | None]:
-    """(the object, None), (None, None) for a blank line, or (None, what is wrong)."""
+#: What :func:`decode_line` gives for a blank line (skipped, not a problem).
+BLANK = object()
+
+
+def decode_line(raw: bytes) -> tuple[object, str | None]:
+    """One JSONL line: (the value, None), (:data:`BLANK`, None) for a blank line, or (None,
+    what is wrong), by Python's strict JSON decoder."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"is not valid UTF-8 ({exc.reason} at byte {exc.start})"
     if not line.strip():
-        return None, None
+        return BLANK, None
     try:
-        obj = json.loads(line)
+        return json.loads(line), None
     except json.JSONDecodeError as exc:
         return None, f"is not valid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:
         return None, "is not valid JSON (nested too deeply)"
     except ValueError as exc:  # e.g. an integer over Python's digit limit
         return None, f"is not valid JSON ({str(exc)[:80]})"
+
+
+def check_fields(obj: object, fields: tuple[str, ...], escaped: bool = True) -> str | None:
+    """What is wrong with a decoded line as a record of ``fields`` (every field a string of
+    text), or None. ``escaped=False``: the line held no ``\\u`` escape, so no lone
+    surrogate (the check is skipped)."""
     if not isinstance(obj, dict):
-        return None, "is not a JSON object"
+        return "is not a JSON object"
     missing = [f for f in fields if f not in obj]
     if missing:
-        return None, f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(missing)
+        return f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(missing)
     wrong = [f for f in fields if not isinstance(obj[f], str)]
     if wrong:
-        return None, f"field{'s' if len(wrong) > 1 else ''} " + ", ".join(
-            wrong
-        ) + " must be strings"
-    if "\\u" in line and not all(_is_unicode(obj[f]) for f in fields):
-        return None, "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
-    return obj, None
+        return f"field{'s' if len(wrong) > 1 else ''} " + ", ".join(wrong) + " must be strings"
+    if escaped and not all(_is_unicode(obj[f]) for f in fields):
+        return "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
+    return None
+
+
+def _parse_line(raw: bytes, fields: tuple[str, ...]) -> tuple[dict | None, str | None]:
+    """(the object, None), (None, None) for a blank line, or (None, what is wrong)."""
+    obj, problem = decode_line(raw)
+    if problem or obj is BLANK:
+        return None, problem
+    problem = check_fields(obj, fields, escaped=b"\\u" in raw)
+    return (None, problem) if problem else (obj, None)
 
 
 def _is_unicode(value: str) -> bool:
