@@ -70,7 +70,10 @@ def build_definitions(
         "hltm_automation",
         target=dg.AssetSelection.assets(*assets[1:]),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=30,
+        minimum_interval_seconds=settings.sensor_interval_s,
+        # Runs, not a backfill, when a tick requests several partitions of one level: the
+        # backfill daemon launches a backfill's runs only every 30 s.
+        emit_backfills=False,
         description="Rebuilds every parent after its children change (eager).",
     )
     nightly = dg.ScheduleDefinition(
@@ -85,7 +88,7 @@ def build_definitions(
         assets=[*assets, QUERY_LOG, adaptation_hints],
         asset_checks=[*checks, lossless],
         jobs=[*jobs.values(), consistency, adaptation_job],
-        sensors=[automation, build_sensor(tree, jobs)],
+        sensors=[automation, build_sensor(tree, jobs, settings.sensor_interval_s)],
         schedules=[nightly, daily_adaptation],
         resources={
             "hltm": indexer if indexer is not None else HLTMResource.from_settings(settings)

@@ -4,9 +4,9 @@ Dagster records each run with its partition-range tags, and its event log names 
 partition it planned, materialized or failed, with the metadata the assets attached (node
 ids, which may be e-mail addresses, and a preview of each node's memory). Erasing a node
 removes every run that touched its partition or one of its ancestors' (their previews quoted
-its facts), whole (the other nodes of such a run keep their memory; the UI shows them as not
-materialized until their next build), the runs' compute logs, the assets' cached status, and
-then rewrites the SQLite files so no freed page keeps a copy.
+its facts), whole, the runs' compute logs, the assets' cached status, and then rewrites the
+SQLite files so no freed page keeps a copy. The other nodes such a run built keep their
+memory: their materializations are restated without a run (:func:`_restate`).
 
 Registered with the erasure of :mod:`hltm_resources.build.erasure` when this package is
 imported (every ``hltm`` command imports it); Dagster itself is imported only when a home's
@@ -155,11 +155,15 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
                     found = instance.get_runs(filters=dg.RunsFilter(tags={tag: raw}))
                     runs.update(run.run_id for run in found)
         runs.discard(RUNLESS_RUN_ID)  # the memory service's reports: erased by partition below
+        kept = _materialized_by(instance, runs, targets)
         for run_id in sorted(runs):
             instance.delete_run(run_id)
             shutil.rmtree(Path(settings.home) / "storage" / run_id, ignore_errors=True)
         _erase_reported(instance, targets)
-        instance.wipe_asset_cached_status([dg.AssetKey(asset) for asset in targets])
+        _restate(instance, settings, kept, targets)
+        instance.wipe_asset_cached_status(
+            [dg.AssetKey(level.asset) for level in settings.schema.levels]
+        )
         if settings.distributed:
             _forget_latest_in(instance, runs)
     if settings.distributed:
@@ -168,6 +172,91 @@ def erase_runs(settings: Settings, node_ids: Sequence[str]) -> list[str]:
         _forget_latest(settings, runs)
         compact_files(settings)
     return sorted(runs)
+
+
+#: The ``hltm/trigger`` tag of a materialization restated after an erasure deleted its run.
+RESTATED = "erasure"
+
+
+def _materialized_by(instance, runs: set[str], targets: dict[str, set[str]]) -> dict:
+    """(asset, partition) -> the last materialization that ``runs`` made of each partition
+    the erasure leaves alone (not in ``targets``)."""
+    import dagster as dg
+
+    kept: dict[tuple[str, str], tuple[int, dg.AssetMaterialization]] = {}
+    for run_id in sorted(runs):
+        records = instance.get_records_for_run(
+            run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION
+        ).records
+        for record in records:
+            m = record.event_log_entry.asset_materialization
+            asset = m.asset_key.to_user_string()
+            if m.partition is None or m.partition in targets.get(asset, ()):
+                continue
+            key = (asset, m.partition)
+            if key not in kept or kept[key][0] < record.storage_id:
+                kept[key] = (record.storage_id, m)
+    return {key: m for key, (_, m) in kept.items()}
+
+
+def _restate(instance, settings: Settings, kept: dict, targets: dict[str, set[str]]) -> None:
+    """Record again, without a run, the materializations of nodes that only lost the run
+    that built them (it also built an erased or emptied node): their memory is intact, and
+    Dagster would otherwise show them as never materialized, and its automation would not
+    build their parents while a child looks missing (``eager`` waits for every child).
+
+    Each is restated as it was (metadata and tags; its preview quotes only its own subtree),
+    levels bottom-up, and with it the last materialization of each ancestor outside the
+    erasure, so every parent is recorded after its children and automation finds nothing
+    to rebuild but the emptied nodes."""
+    import dagster as dg
+
+    from hltm_assets.partitions import read_tree
+    from hltm_assets.runner import TRIGGER_TAG, record_materializations
+
+    schema = settings.schema
+    level_of = {level.asset: level.name for level in schema.levels}
+    restate: dict[tuple[str, str], dg.AssetMaterialization] = {}
+    for asset in sorted({asset for asset, _ in kept}):
+        materialized = instance.event_log_storage.get_latest_storage_id_by_partition(
+            dg.AssetKey(asset), dg.DagsterEventType.ASSET_MATERIALIZATION
+        )
+        restate |= {k: m for k, m in kept.items() if k[0] == asset and k[1] not in materialized}
+    if not restate:
+        return
+    tree = read_tree(settings)
+    looked: set[tuple[str, str]] = set(restate)
+    for asset, raw in sorted(restate):
+        node = tree.node(f"{level_of[asset]}:{raw}")
+        for ancestor in tree.ancestors(node) if node is not None else ():
+            level, _, parent = ancestor.node_id.partition(":")
+            key = (schema.level(level).asset, parent)
+            if key in looked or parent in targets.get(key[0], ()):
+                continue
+            looked.add(key)
+            latest = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(key[0]), asset_partitions=[parent]),
+                limit=1,
+                ascending=False,
+            ).records
+            if latest:
+                restate[key] = latest[0].asset_materialization
+    bottom_up = {level: i for i, level in enumerate(schema.bottom_up)}
+    order = sorted(restate, key=lambda k: (bottom_up[level_of[k[0]]], k[1]))
+    record_materializations(
+        instance,
+        [
+            dg.AssetMaterialization(
+                asset_key=restate[k].asset_key,
+                partition=restate[k].partition,
+                metadata=restate[k].metadata,
+                # Input pointers name events of the deleted runs.
+                tags={t: v for t, v in (restate[k].tags or {}).items() if "/input_" not in t}
+                | {TRIGGER_TAG: RESTATED},
+            )
+            for k in order
+        ],
+    )
 
 
 def _erase_reported(instance, targets: dict[str, set[str]]) -> None:

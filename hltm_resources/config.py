@@ -69,6 +69,9 @@ class Settings:
     #: the server (llama.cpp ``/props``, vLLM ``/v1/models``), else no limit but the above.
     llm_context_tokens: int | None = None
     adapt_auto_approve: bool = False
+    #: Seconds between evaluations of the automation and source-of-truth sensors under
+    #: ``hltm dev`` (Dagster's daemon evaluates them at most every 5 s; 1: at every pass).
+    sensor_interval_s: int = 1
     #: One of :data:`DEPLOYMENTS` (``HLTM_DEPLOYMENT``).
     deployment: str = "local"
     #: PostgreSQL for Dagster's instance and the lake's catalog (distributed).
@@ -85,6 +88,11 @@ class Settings:
         if self.embedder not in EMBEDDERS:
             raise ConfigError(
                 f"embedder {self.embedder!r} is unknown: use one of {', '.join(EMBEDDERS)}"
+            )
+        if self.sensor_interval_s < 1:
+            raise ConfigError(
+                f"sensor interval {self.sensor_interval_s} s (HLTM_SENSOR_INTERVAL_S) must be at "
+                "least 1"
             )
         if self.deployment not in DEPLOYMENTS:
             raise ConfigError(
@@ -138,6 +146,8 @@ class Settings:
             values["max_retries"] = int(env["HLTM_MAX_RETRIES"])
         if env.get("HLTM_ADAPT_AUTO_APPROVE"):
             values["adapt_auto_approve"] = env["HLTM_ADAPT_AUTO_APPROVE"] == "1"
+        if env.get("HLTM_SENSOR_INTERVAL_S"):
+            values["sensor_interval_s"] = int(env["HLTM_SENSOR_INTERVAL_S"])
         if env.get("HLTM_MAX_INPUT_TOKENS"):
             values["max_input_tokens"] = int(env["HLTM_MAX_INPUT_TOKENS"])
         if env.get("HLTM_LLM_CONTEXT"):

@@ -215,6 +215,36 @@ def test_eager_automation_requests_exactly_the_ancestors(fresh_home, world):
         assert tick.total_requested == 1
 
 
+def test_an_erasure_leaves_every_other_node_materialized_and_automation_working(fresh_home, world):
+    """Forgetting a document deletes the runs that built its leaf and ancestors, and with them
+    the records of every other node those runs built. Those nodes keep their memory, so they
+    stay materialized in Dagster (restated), automation finds nothing to do afterwards, and a
+    project materialized by hand later still has its seat built by automation (eager waits
+    for every child of a seat to be materialized)."""
+    from hltm_assets.service import dagster_build
+    from query.writer import Writer
+
+    assert not run_index(fresh_home).failed  # one range run per level: each built many nodes
+    doc = world.documents[0]
+    Writer(fresh_home, build=dagster_build(fresh_home)).forget(doc["doc_id"])
+    loaded = build_definitions(fresh_home)
+    tree = tree_partitions(read_tree(fresh_home))
+    with dagster_instance(fresh_home) as instance:
+        for level in fresh_home.schema.names:
+            key = dg.AssetKey(fresh_home.schema.level(level).asset)
+            expected = set(tree.of_level(level).get_partition_keys())
+            assert instance.get_materialized_partitions(key) == expected, level
+        tick = dg.evaluate_automation_conditions(loaded, instance)
+        assert tick.total_requested == 0
+        project = next(p for p in world.projects if p["project_id"] != doc["project_id"])
+        job = loaded.resolve_job_def(level_job_name("project"))
+        assert job.execute_in_process(
+            instance=instance, partition_key=project["project_id"]
+        ).success
+        tick = dg.evaluate_automation_conditions(loaded, instance, cursor=tick.cursor)
+        assert tick.get_requested_partitions(dg.AssetKey("seat_memory")) == {project["seat_id"]}
+
+
 def test_automation_runs_the_completeness_check_and_leaves_the_full_rebuild_to_the_night(
     fresh_home, world
 ):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from hltm_assets.launcher import WORKER_PID_TAG
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
 
@@ -196,3 +197,79 @@ def test_the_partition_page_shows_the_preview_in_a_browser(ui, demo_home, chromi
             page.screenshot(path=path)
     finally:
         page.close()
+
+
+LATEST = """
+query($key: AssetKeyInput!, $partitions: [String!]) {
+  assetOrError(assetKey: $key) {
+    ... on Asset { assetMaterializations(partitions: $partitions, limit: 1) { timestamp runId } }
+  }
+}"""
+RUN_TAGS = """
+query($id: ID!) { runOrError(runId: $id) { ... on Run { tags { key value } } } }"""
+
+
+def latest_materialization(url: str, asset: str, partition: str) -> tuple[float, str] | None:
+    """(timestamp in seconds, run id) of the partition's latest materialization, if any."""
+    data = graphql(url, LATEST, {"key": {"path": [asset]}, "partitions": [partition]})
+    events = data["assetOrError"]["assetMaterializations"]
+    return (float(events[0]["timestamp"]) / 1000, events[0]["runId"]) if events else None
+
+
+def run_tags(url: str, run_id: str) -> dict[str, str]:
+    tags = graphql(url, RUN_TAGS, {"id": run_id})["runOrError"]["tags"]
+    return {t["key"]: t["value"] for t in tags}
+
+
+def test_a_project_materialized_in_the_browser_reaches_its_seat_and_account(
+    ui, demo_home, chromium
+):
+    """Materialize one project partition by hand (the asset page's "Materialize…" dialog):
+    automation then materializes exactly its seat, then its account (BENCHMARKS.md times it).
+    Last in this module: it replaces the latest materializations the tests above read."""
+    with database.connect(demo_home.duckdb_path, read_only=True) as con:
+        project, seat, account = con.execute(
+            "SELECT p.project_id, p.seat_id, s.account_id FROM sot_projects p "
+            "JOIN sot_seats s USING (seat_id) ORDER BY p.project_id LIMIT 1 OFFSET 6"
+        ).fetchone()
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{ui}/assets/project_memory?view=partitions&partition={project}")
+        page.get_by_text(f"project:{project}", exact=True).first.wait_for(timeout=120_000)
+        dismiss_newsletter(page)
+        page.get_by_role("button", name="Materialize…").first.click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("1 partition").wait_for(timeout=30_000)  # the page's partition
+        clicked = time.time()
+        dialog.get_by_role("button", name="Launch 1 run").click()
+        page.get_by_text("Launched run").first.wait_for(timeout=60_000)  # the UI's toast
+    finally:
+        page.close()
+    chain = (("project_memory", project), ("seat_memory", seat), ("account_memory", account))
+    found: dict[str, tuple[float, str]] = {}
+    deadline = time.monotonic() + 300  # a bound on a stuck daemon, not the freshness asserted
+    while len(found) < len(chain) and time.monotonic() < deadline:
+        for asset, partition in chain:
+            latest = latest_materialization(ui, asset, partition)
+            if asset not in found and latest and latest[0] > clicked:
+                found[asset] = latest
+        time.sleep(0.5)
+    assert set(found) == {asset for asset, _ in chain}, found
+    # Built in order, each level by its own run: the project by the click, the parents by
+    # the automation sensor, after their child; each run in a worker started ahead of it.
+    times = [found[asset][0] for asset, _ in chain]
+    assert times == sorted(times)
+    tags = {asset: run_tags(ui, run) for asset, (_, run) in found.items()}
+    assert "dagster/sensor_name" not in tags["project_memory"]
+    assert tags["seat_memory"]["dagster/sensor_name"] == "hltm_automation"
+    assert tags["account_memory"]["dagster/sensor_name"] == "hltm_automation"
+    assert all(WORKER_PID_TAG in t for t in tags.values()), tags
+    # No other seat or account was built by it.
+    for asset, partition in chain[1:]:
+        data = graphql(ui, MATERIALIZATIONS, {"key": {"path": [asset]}, "partitions": None})
+        after = {
+            e["partition"]
+            for e in data["assetOrError"]["assetMaterializations"]
+            if e["runId"] == found[asset][1]
+        }
+        assert after == {partition}

@@ -630,7 +630,14 @@ def bench_live(**kwargs) -> dict:
     return run(**kwargs)
 
 
+def bench_dagster(**kwargs) -> dict:
+    from hltm_assets.cli.bench_dagster import bench_dagster as run
+
+    return run(**kwargs)
+
+
 BENCHMARKS = {
+    "dagster": bench_dagster,
     "distributed": bench_distributed,
     "live": bench_live,
     "index": bench_index,
@@ -666,6 +673,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             clients=args.clients,
             burst=args.burst,
         )
+    elif args.which == "dagster":
+        result = run(trials=args.trials, home=args.home, seed=args.seed)
     elif args.which in ("index", "query"):
         result = run(seed=args.seed)
     else:
@@ -694,6 +703,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     live.add_argument("--seconds", type=float, default=60.0, help="how long they are sustained")
     live.add_argument("--clients", type=int, default=4, help="clients sharing that rate")
     live.add_argument("--burst", type=int, default=1000, help="writes sent at once")
+    dagster = p.add_argument_group("dagster (also --home: a built home instead of the demo's)")
+    dagster.add_argument("--trials", type=int, default=5, help="launches per setting")
     distributed = p.add_argument_group("distributed (also --leaves, --home)")
     distributed.add_argument(
         "--workers", default="1,2,4", help="worker counts to build with, side by side"
