@@ -33,7 +33,7 @@ from hltm_resources.build.writes import WriteReport, clear_pending, record_chang
 from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
-from hltm_resources.stores.changes import Change, ChangeError, SotIds
+from hltm_resources.stores.changes import DOCUMENT, Change, ChangeError, SotIds
 from hltm_resources.stores.lock import SERVICE_FILE, home_lock
 from hltm_resources.stores.memory_rows import pending_leaves
 from hltm_resources.stores.sot import read_topology
@@ -301,6 +301,48 @@ class MemoryService:
             self.memory.saw_write()
         self._build(accepted, report.leaves)
 
+    def node(self, node_id: str) -> dict | None:
+        """A node as the source of truth describes it now (id, level, name, parent, path)."""
+        tree = self._topology
+        found = tree.node(node_id) if tree is not None else None
+        if found is None:
+            return None
+        keys = ("node_id", "level", "name", "parent_id", "path")
+        return {key: getattr(found, key) for key in keys}
+
+    def within(self, node_id: str, scope: str) -> bool:
+        """Whether ``node_id`` is ``scope`` or below it in the tree as it is now."""
+        tree = self._topology
+        node = tree.node(node_id) if tree is not None and isinstance(node_id, str) else None
+        if node is None:
+            return False
+        return node_id == scope or any(a.node_id == scope for a in tree.ancestors(node))
+
+    def touches(self, change: Change) -> list[str]:
+        """The nodes a change must lie under: a document's leaf; a node itself if it exists,
+        and for an upsert its (new) parent. An id that names nothing gives a node that
+        exists nowhere, so it is refused as one outside the scope is."""
+        ids, schema = self._ids, self.schema
+        if ids is None:
+            return ["?"]
+        if change.level == DOCUMENT:
+            leaf = schema.leaf.name
+            out = []
+            if change.key in ids.parent[DOCUMENT]:  # where it is now (an upsert may move it)
+                out.append(f"{leaf}:{ids.parent[DOCUMENT][change.key]}")
+            if change.op == "upsert":
+                raw = change.record.get(schema.leaf.id_field)
+                out.append(f"{leaf}:{raw}" if raw else "?")
+            return out or ["?"]
+        out = []
+        if change.key in ids.parent[change.level]:
+            out.append(f"{change.level}:{change.key}")
+        parent = schema.parent(change.level)
+        if change.op == "upsert":
+            raw = change.record.get(parent.id_field) if parent is not None else None
+            out.append(f"{parent.name}:{raw}" if raw else "?")
+        return out or ["?"]
+
     def _reload_ids(self) -> None:
         """The ids and the tree as the source of truth holds them now."""
         with database.connect(self.settings.duckdb_path) as con:
@@ -378,10 +420,16 @@ class MemoryService:
 # -- over HTTP -----------------------------------------------------------------------------
 
 
-def http_app(service: MemoryService):
+def http_app(service: MemoryService, tokens_required: bool = False):
     """The service's HTTP API (JSON): ``POST /v1/changes``, ``POST /v1/ask``,
-    ``GET /v1/status``. A write awaits its stage on the event loop; a question runs in
-    Starlette's thread pool."""
+    ``GET /v1/status``, ``GET /v1/nodes/<node id>``. A write awaits its stage on the event
+    loop; a question runs in Starlette's thread pool.
+
+    A request may carry an API token (``Authorization: Bearer hltm_...``, ``hltm token``):
+    it then reaches only the token's scope node and what lies under it, and writes only with
+    ``read+write``. Anything outside gets the same 404 whether it exists or not. Without a
+    token a request reaches everything, unless ``tokens_required`` (the service is bound to
+    an address other than loopback)."""
     import asyncio
 
     from starlette.applications import Starlette
@@ -391,6 +439,35 @@ def http_app(service: MemoryService):
 
     from hltm_resources.errors import USER_ERRORS
     from hltm_resources.stores.changes import parse_changes
+    from hltm_resources.stores.tokens import TokenError, verify_token
+
+    def token_of(request: Request):
+        """The request's token; None (everything) for a tokenless request where that is
+        allowed; a 401 response otherwise."""
+        header = request.headers.get("authorization")
+        if header is None:
+            if tokens_required:
+                return JSONResponse(
+                    {
+                        "error": "this service takes requests with a token only: send "
+                        "'Authorization: Bearer hltm_...' (make one with hltm token create)"
+                    },
+                    status_code=401,
+                )
+            return None
+        scheme, _, value = header.partition(" ")
+        try:
+            if scheme.lower() != "bearer":
+                raise TokenError("send the token as 'Authorization: Bearer hltm_...'")
+            return verify_token(service.settings, value.strip())
+        except TokenError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=401)
+
+    def outside(node_id: object) -> JSONResponse:
+        """What a request for a node outside its token's scope gets: the answer for a node
+        that does not exist."""
+        shown = node_id[:80] if isinstance(node_id, str) else node_id
+        return JSONResponse({"error": f"no node {shown!r} in this scope"}, status_code=404)
 
     async def body(request: Request) -> dict | JSONResponse:
         try:
@@ -402,6 +479,14 @@ def http_app(service: MemoryService):
         return data
 
     async def changes(request: Request) -> JSONResponse:
+        token = token_of(request)
+        if isinstance(token, JSONResponse):
+            return token
+        if token is not None and not token.can_write:
+            return JSONResponse(
+                {"error": "this token may only read: make a writing one (hltm token --write)"},
+                status_code=403,
+            )
         data = await body(request)
         if isinstance(data, JSONResponse):
             return data
@@ -416,6 +501,14 @@ def http_app(service: MemoryService):
             parsed = parse_changes(objs, service.schema, source)
         except ChangeError as exc:
             return JSONResponse({"error": str(exc), "refused": True}, status_code=400)
+        if token is not None:
+            created: set[str] = set()  # nodes this batch makes, under the scope
+            for change in parsed:
+                for node_id in service.touches(change):
+                    if node_id not in created and not service.within(node_id, token.scope):
+                        return outside(node_id)
+                if change.op == "upsert" and change.level != DOCUMENT:
+                    created.add(f"{change.level}:{change.key}")
         # Awaited, not waited on in a thread: a thousand writes may wait for their build.
         loop = asyncio.get_running_loop()
         reached = loop.create_future()
@@ -434,9 +527,14 @@ def http_app(service: MemoryService):
             return JSONResponse(out, status_code=400 if ticket.refused else 202)
         return JSONResponse(out, status_code=200 if reached.done() else 202)
 
-    def answer(data: dict) -> JSONResponse:
+    def answer(data: dict, token) -> JSONResponse:
+        scope = data.get("scope")
+        if token is not None:
+            scope = token.scope if scope in (None, "") else scope
+            if not service.within(scope, token.scope):
+                return outside(scope)
         try:
-            result = service.ask(str(data.get("question", "")), data.get("scope"))
+            result = service.ask(str(data.get("question", "")), scope)
         except USER_ERRORS as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         out = result.as_dict()
@@ -445,21 +543,38 @@ def http_app(service: MemoryService):
         return JSONResponse(out)
 
     async def ask(request: Request) -> JSONResponse:
+        token = token_of(request)
+        if isinstance(token, JSONResponse):
+            return token
         data = await body(request)
         if isinstance(data, JSONResponse):
             return data
         from starlette.concurrency import run_in_threadpool
 
-        return await run_in_threadpool(answer, data)
+        return await run_in_threadpool(answer, data, token)
 
     async def status(request: Request) -> JSONResponse:
+        token = token_of(request)
+        if isinstance(token, JSONResponse):
+            return token
         return JSONResponse(service.status())
+
+    async def node(request: Request) -> JSONResponse:
+        token = token_of(request)
+        if isinstance(token, JSONResponse):
+            return token
+        node_id = request.path_params["node_id"]
+        found = service.node(node_id)
+        if found is None or (token is not None and not service.within(node_id, token.scope)):
+            return outside(node_id)
+        return JSONResponse(found)
 
     return Starlette(
         routes=[
             Route("/v1/changes", changes, methods=["POST"]),
             Route("/v1/ask", ask, methods=["POST"]),
             Route("/v1/status", status, methods=["GET"]),
+            Route("/v1/nodes/{node_id:path}", node, methods=["GET"]),
         ]
     )
 
@@ -486,7 +601,9 @@ def serve(
     bound = sock.getsockname()[1]
     where = settings.home / SERVICE_FILE
     with service.running():
-        app = http_app(service)
+        # Loopback without a token stays open for development; any other address needs one.
+        loopback = host in ("127.0.0.1", "localhost", "::1")
+        app = http_app(service, tokens_required=not loopback)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         server = uvicorn.Server(config)
         url = f"http://{host}:{bound}"

@@ -10,6 +10,7 @@ from hltm_resources.stores.changes import ChangeError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
 from hltm_resources.stores.lock import HomeBusyError
 from hltm_resources.stores.sot import SnapshotError
+from hltm_resources.stores.tokens import TokenError
 from hltm_resources.stores.vectors import EmbeddingModelMismatch
 
 
@@ -40,4 +41,5 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     StoreBusyError,
     FileNotFoundError,
     HomeBusyError,
+    TokenError,
 )

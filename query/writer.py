@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -165,12 +166,19 @@ def ask_service(url: str, question: str, scope: str, contexts: bool = False) -> 
     return out
 
 
+def auth_headers() -> dict[str, str]:
+    """The API token of ``$HLTM_TOKEN`` as a request header (none if it is unset)."""
+    token = os.environ.get("HLTM_TOKEN")
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def post_json(url: str, path: str, body: dict, timeout: float) -> tuple[int, dict]:
-    """POST ``body`` to the service at ``url`` + ``path``: (HTTP status, the JSON answer)."""
+    """POST ``body`` to the service at ``url`` + ``path`` (with ``$HLTM_TOKEN``, if set):
+    (HTTP status, the JSON answer)."""
     request = urllib.request.Request(
         url + path,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **auth_headers()},
         method="POST",
     )
     try:

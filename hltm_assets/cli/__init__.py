@@ -18,11 +18,12 @@ from hltm_assets.cli import (
     memory,
     server,
     services,
+    tokens,
     write,
 )
 from hltm_assets.cli.common import EXIT_USAGE, CliError
 
-GROUPS = (memory, write, ask, inspect, adapt, demo, evaluate, bench, server, services)
+GROUPS = (memory, write, ask, inspect, adapt, demo, evaluate, bench, server, services, tokens)
 
 
 def build_parser() -> argparse.ArgumentParser:

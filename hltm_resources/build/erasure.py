@@ -1,5 +1,6 @@
 """Erasing nodes everywhere they leave a trace: memory rows, vectors (every version), caches,
-the query log, Dagster's run history, free blocks of the DuckDB file.
+the query log, API tokens scoped to them, Dagster's run history, free blocks of the DuckDB
+file.
 
 An erasure is an intent recorded before anything is erased: the transaction that takes nodes
 out of the source of truth also writes their ids to ``erasure_pending``. The stores outside
@@ -22,6 +23,7 @@ from hltm_resources.config import Settings
 from hltm_resources.faults import fault
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import drop_pending, erase_rows
+from hltm_resources.stores.tokens import revoke_scoped
 from hltm_resources.stores.vectors import VectorStore
 
 JOURNAL_DDL = (
@@ -128,8 +130,11 @@ def erasure_pending(settings: Settings) -> bool:
 def complete_erasures(settings: Settings) -> list[str]:
     """Finish every recorded erasure: vectors and their old table versions, cached LLM
     replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
-    nodes = sorted(pending_erasures(settings))
+    pending = pending_erasures(settings)
+    nodes = sorted(pending)
     marker = marker_path(settings)
+    # A deleted node's tokens go with it (an emptied one keeps its own).
+    revoke_scoped(settings, [n for n, kind in pending.items() if kind == GONE])
     if nodes and (missing := _unreachable_stores(settings)):
         # Finish what this process can; the journal stays for one that reaches the rest.
         erase_everywhere(settings, nodes)
