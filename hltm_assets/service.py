@@ -67,6 +67,8 @@ class Ticket:
     error: str | None = None
     #: Whether ``error`` refused the batch (nothing written) or came after it was applied.
     refused: bool = False
+    #: Whether ``error`` is about its own changes, not the batch it joined.
+    own_error: bool = False
     report: WriteReport | None = None
     #: The node ids of the leaves its changes touched.
     leaves: list[str] = field(default_factory=list)
@@ -86,9 +88,10 @@ class Ticket:
                     self._done[w].set()
         self._call()
 
-    def fail(self, error: str, refused: bool) -> None:
+    def fail(self, error: str, refused: bool, own: bool = False) -> None:
+        """``own``: the error is about this ticket's own changes (not its batch's)."""
         with self._lock:
-            self.error, self.refused = error, refused
+            self.error, self.refused, self.own_error = error, refused, own
             for event in self._done.values():
                 event.set()
         self._call()
@@ -286,7 +289,7 @@ class MemoryService:
         accepted = []
         for ticket, found, leaves in zip(tickets, problems, report.batch_leaves, strict=True):
             if found:
-                ticket.fail(str(ChangeError(ticket.source, found)), refused=True)
+                ticket.fail(str(ChangeError(ticket.source, found)), refused=True, own=True)
                 self.stats["refused"] += 1
                 continue
             self._seq += 1
@@ -342,6 +345,18 @@ class MemoryService:
             raw = change.record.get(parent.id_field) if parent is not None else None
             out.append(f"{parent.name}:{raw}" if raw else "?")
         return out or ["?"]
+
+    def touches_named(self, change: Change) -> list[str]:
+        """The node ids a change names itself (its document's leaf, its node, its parent)."""
+        schema = self.schema
+        if change.level == DOCUMENT:
+            raw = change.record.get(schema.leaf.id_field)
+            return [f"{schema.leaf.name}:{raw}"] if raw else []
+        out = [f"{change.level}:{change.key}"]
+        parent = schema.parent(change.level)
+        if change.op == "upsert" and parent is not None and change.record.get(parent.id_field):
+            out.append(f"{parent.name}:{change.record[parent.id_field]}")
+        return out
 
     def _reload_ids(self) -> None:
         """The ids and the tree as the source of truth holds them now."""
@@ -469,6 +484,24 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         shown = node_id[:80] if isinstance(node_id, str) else node_id
         return JSONResponse({"error": f"no node {shown!r} in this scope"}, status_code=404)
 
+    def confine(out: dict, ticket: Ticket, token) -> dict:
+        """A token's view of its write: the batch it joined holds other clients' writes, so
+        only nodes of its scope or named by its own changes, and a failure of the batch in
+        general words (the service's log and ``/v1/status`` on loopback say more)."""
+        own = {n for change in ticket.changes for n in service.touches_named(change)}
+        for key in ("leaves", "deleted", "emptied"):
+            if key in out:
+                out[key] = [n for n in out[key] if n in own or service.within(n, token.scope)]
+        out.pop("batch_writes", None)
+        if ticket.error and not ticket.own_error:
+            out["error"] = (
+                "nothing was written: the batch it joined failed; send it again"
+                if ticket.refused
+                else "applied (durable) but not built yet: memory answers as before until a "
+                "later batch builds it"
+            )
+        return out
+
     async def body(request: Request) -> dict | JSONResponse:
         try:
             data = await request.json()
@@ -523,6 +556,8 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(reached), timeout)
         out = ticket.as_dict()
+        if token is not None:
+            out = confine(out, ticket, token)
         if ticket.error:
             return JSONResponse(out, status_code=400 if ticket.refused else 202)
         return JSONResponse(out, status_code=200 if reached.done() else 202)
@@ -557,7 +592,10 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         token = token_of(request)
         if isinstance(token, JSONResponse):
             return token
-        return JSONResponse(service.status())
+        out = service.status()
+        if token is not None:  # where the home is, and errors naming any node: not a scope's
+            out = {k: v for k, v in out.items() if k not in ("home", "last_error")}
+        return JSONResponse(out)
 
     async def node(request: Request) -> JSONResponse:
         token = token_of(request)

@@ -173,9 +173,15 @@ def test_a_writing_token_writes_only_under_its_scope(home):
         made = [dict(new_project, record=new_project["record"] | {"seat_id": "ana"})]
         status, out, _ = call(url, "/v1/changes", writer, {"changes": [*made, doc("n4", "p9")]})
         assert status == 200, out  # a project made under the scope, with its first document
+        delete = {"changes": [{"op": "delete", "level": "project", "id": "p2"}]}
+        status, out, raw = call(url, "/v1/changes", writer, delete)
+        assert status == 200 and out["deleted"] == ["project:p2"], out
+        assert "seat:ana" in out["emptied"] and b"acme" not in raw  # what it sees: its scope
+        status, out, raw = call(url, "/v1/status", writer)
+        assert status == 200 and "home" not in out and str(home).encode() not in raw
     with database.connect(home / "hltm.duckdb", read_only=True) as con:
         docs = dict(con.execute("SELECT doc_id, project_id FROM sot_documents").fetchall())
-    assert docs["p3-d0"] == "p3" and docs["n4"] == "p9"
+    assert docs["p3-d0"] == "p3" and docs["n4"] == "p9" and "p2-d0" not in docs
     assert not {"n1", "n2", "n3"} & set(docs)
 
 
