@@ -527,6 +527,9 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         wait = data.get("wait", "leaf")
         if wait not in WAITS:
             return JSONResponse({"error": f"wait must be one of {', '.join(WAITS)}"}, 400)
+        timeout = data.get("timeout_s", 300)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            return JSONResponse({"error": "timeout_s must be a positive number of seconds"}, 400)
         objs = data.get("changes")
         if not isinstance(objs, list) or not objs:
             return JSONResponse({"error": "changes must be a non-empty list"}, status_code=400)
@@ -552,7 +555,7 @@ def http_app(service: MemoryService, tokens_required: bool = False):
 
         ticket = service.submit(parsed, source)
         ticket.when(wait, lambda: loop.call_soon_threadsafe(settle))
-        timeout = float(data.get("timeout_s", 300))
+
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(reached), timeout)
         out = ticket.as_dict()
@@ -563,13 +566,17 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         return JSONResponse(out, status_code=200 if reached.done() else 202)
 
     def answer(data: dict, token) -> JSONResponse:
-        scope = data.get("scope")
+        scope, question = data.get("scope"), data.get("question")
+        if not isinstance(question, str):
+            return JSONResponse({"error": "question must be a string"}, status_code=400)
+        if scope is not None and not isinstance(scope, str):
+            return JSONResponse({"error": "scope must be a node id such as 'seat:ana'"}, 400)
         if token is not None:
             scope = token.scope if scope in (None, "") else scope
             if not service.within(scope, token.scope):
                 return outside(scope)
         try:
-            result = service.ask(str(data.get("question", "")), scope)
+            result = service.ask(question, scope)
         except USER_ERRORS as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         out = result.as_dict()

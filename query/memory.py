@@ -77,6 +77,8 @@ from query.verification import (
     one_valued,
 )
 
+#: The longest question asked (a question, not a document: remember those).
+MAX_QUESTION_CHARS = 4000
 DEFAULT_K_FACET = 25
 DEFAULT_K_QA = 8
 DEFAULT_K_SUMMARY = 5
@@ -621,6 +623,11 @@ class Memory:
         validate_scope(scope, self.settings.schema)
         if not isinstance(question, str) or not question.strip():
             raise QuestionError("the question is empty: ask something (a non-blank string)")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise QuestionError(
+                f"the question is {len(question):,} characters long: ask in at most "
+                f"{MAX_QUESTION_CHARS:,} (memory keeps documents; remember long texts instead)"
+            )
         t0 = time.perf_counter()
         usage0 = self.agents.usage.snapshot()
         resolved = self.resolve(scope)

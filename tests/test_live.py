@@ -282,3 +282,52 @@ def test_a_direct_write_killed_before_its_build_is_built_by_the_next_write(home)
     # The second write's plan took the leaf the killed one left (journaled with its write).
     assert "project:p2" in done.stdout
     assert hltm(home, "verify").returncode == 0
+
+
+def test_bad_requests_get_a_4xx_that_says_what_to_send(home):
+    """Malformed JSON, wrong types, a 1 MB question: each a 4xx with a message, never a
+    traceback, and the service goes on answering."""
+    import urllib.error
+    import urllib.request
+
+    def post(url: str, path: str, raw: bytes) -> tuple[int, dict]:
+        request = urllib.request.Request(url + path, data=raw, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    ask = {"question": "Where is it located?", "scope": "project:p1"}
+    record = {"doc_id": "t1", "project_id": "p1", "kind": "note", "text": "Needs a forklift."}
+    note = {"op": "upsert", "level": "document", "record": record | {"updated_at": "2026-12-01"}}
+    bad = [
+        ("/v1/ask", b"{not json", "not JSON"),
+        ("/v1/ask", b"[1, 2]", "JSON object"),
+        ("/v1/ask", json.dumps({"question": 5, "scope": "project:p1"}).encode(), "string"),
+        ("/v1/ask", json.dumps({"question": "Where?", "scope": 7}).encode(), "node id"),
+        ("/v1/ask", json.dumps({"question": "Where?", "scope": "galaxy:x"}).encode(), "level"),
+        ("/v1/ask", json.dumps(ask | {"question": "x" * 1_048_576}).encode(), "at most 4,000"),
+        ("/v1/changes", json.dumps({"changes": "all of them"}).encode(), "non-empty list"),
+        (
+            "/v1/changes",
+            json.dumps({"changes": [{"op": "upsert"}], "wait": "never"}).encode(),
+            "wait must be",
+        ),
+        ("/v1/changes", json.dumps({"changes": [note], "timeout_s": "soon"}).encode(), "timeout"),
+        (
+            "/v1/changes",
+            json.dumps({"changes": [{"op": "drop", "level": "project"}]}).encode(),
+            "op",
+        ),
+    ]
+    with service(home) as (_, url):
+        for path, raw, says in bad:
+            status, out = post(url, path, raw)
+            assert 400 <= status < 500 and says in out["error"], (path, raw[:80], out)
+            assert "Traceback" not in out["error"]
+        status, out = post(url, "/v1/ask", json.dumps(ask).encode())
+        assert status == 200 and "Lisbon" in json.dumps(out)
+    with database.connect(home / "hltm.duckdb", read_only=True) as con:  # nothing was written
+        written = con.execute("SELECT count(*) FROM sot_documents WHERE doc_id = 't1'")
+        assert written.fetchone()[0] == 0
