@@ -24,7 +24,7 @@ def _run_request(r: Request, jobs: dict) -> dg.RunRequest:
     return dg.RunRequest(job_name=jobs[r.level].name, run_key=r.run_key, tags=tags)
 
 
-def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int = 1) -> dg.SensorDefinition:
+def build_sensor(tree: TreePartitions, jobs: dict, interval_s: int) -> dg.SensorDefinition:
     """Requests leaf runs for changed leaves (run keys carry the input hash) and parent runs
     automation missed; skips, saying why, when the tree changed since the location loaded."""
 

@@ -321,42 +321,32 @@ class MemoryService:
             return False
         return node_id == scope or any(a.node_id == scope for a in tree.ancestors(node))
 
-    def touches(self, change: Change) -> list[str]:
-        """The nodes a change must lie under: a document's leaf; a node itself if it exists,
-        and for an upsert its (new) parent. An id that names nothing gives a node that
-        exists nowhere, so it is refused as one outside the scope is."""
-        ids, schema = self._ids, self.schema
-        if ids is None:
-            return ["?"]
-        if change.level == DOCUMENT:
-            leaf = schema.leaf.name
-            out = []
-            if change.key in ids.parent[DOCUMENT]:  # where it is now (an upsert may move it)
-                out.append(f"{leaf}:{ids.parent[DOCUMENT][change.key]}")
-            if change.op == "upsert":
-                raw = change.record.get(schema.leaf.id_field)
-                out.append(f"{leaf}:{raw}" if raw else "?")
-            return out or ["?"]
-        out = []
-        if change.key in ids.parent[change.level]:
-            out.append(f"{change.level}:{change.key}")
-        parent = schema.parent(change.level)
-        if change.op == "upsert":
-            raw = change.record.get(parent.id_field) if parent is not None else None
-            out.append(f"{parent.name}:{raw}" if raw else "?")
-        return out or ["?"]
-
-    def touches_named(self, change: Change) -> list[str]:
-        """The node ids a change names itself (its document's leaf, its node, its parent)."""
+    def named(self, change: Change) -> list[str]:
+        """The nodes a change names itself: a document upsert its leaf; a node change the
+        node and, an upsert, its parent."""
         schema = self.schema
         if change.level == DOCUMENT:
-            raw = change.record.get(schema.leaf.id_field)
-            return [f"{schema.leaf.name}:{raw}"] if raw else []
+            leaf = schema.leaf
+            return [f"{leaf.name}:{change.record[leaf.id_field]}"] if change.op == "upsert" else []
         out = [f"{change.level}:{change.key}"]
         parent = schema.parent(change.level)
-        if change.op == "upsert" and parent is not None and change.record.get(parent.id_field):
+        if change.op == "upsert" and parent is not None:
             out.append(f"{parent.name}:{change.record[parent.id_field]}")
         return out
+
+    def touches(self, change: Change) -> list[str]:
+        """The nodes a change must lie under: where its record is now (an upsert may move a
+        document) and what it names, but a node it creates. A change that names nothing
+        there gives a node that exists nowhere, refused as one outside the scope is."""
+        ids, level, key = self._ids, change.level, change.key
+        if ids is None:
+            return ["?"]
+        if level == DOCUMENT:
+            now = ids.parent[DOCUMENT].get(key)
+            where = [f"{self.schema.leaf.name}:{now}"] if now is not None else []
+            return where + self.named(change) or ["?"]
+        made = key not in ids.parent[level]
+        return [n for n in self.named(change) if not (made and n == f"{level}:{key}")] or ["?"]
 
     def _reload_ids(self) -> None:
         """The ids and the tree as the source of truth holds them now."""
@@ -488,7 +478,7 @@ def http_app(service: MemoryService, tokens_required: bool = False):
         """A token's view of its write: the batch it joined holds other clients' writes, so
         only nodes of its scope or named by its own changes, and a failure of the batch in
         general words (the service's log and ``/v1/status`` on loopback say more)."""
-        own = {n for change in ticket.changes for n in service.touches_named(change)}
+        own = {n for change in ticket.changes for n in service.named(change)}
         for key in ("leaves", "deleted", "emptied"):
             if key in out:
                 out[key] = [n for n in out[key] if n in own or service.within(n, token.scope)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from hltm_assets.cli.server import free_port, latest_materialization, ui_graphql
 from hltm_assets.launcher import WORKER_PID_TAG
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
@@ -47,12 +47,6 @@ query($key: AssetKeyInput!, $partitions: [String!]) {
     }
   }
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -113,18 +107,9 @@ def ui(demo_home) -> Iterator[str]:
         log.close()
 
 
-def graphql(url: str, query: str, variables: dict) -> dict:
-    body = json.dumps({"query": query, "variables": variables}).encode()
-    request = urllib.request.Request(url + "/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        answer = json.loads(response.read())
-    assert "errors" not in answer, answer
-    return answer["data"]
-
-
 def ui_metadata(url: str, asset: str) -> dict[str, dict]:
     """Per partition, the metadata the UI shows for its latest materialization."""
-    data = graphql(url, MATERIALIZATIONS, {"key": {"path": [asset]}, "partitions": None})
+    data = ui_graphql(url, MATERIALIZATIONS, {"key": {"path": [asset]}, "partitions": None})
     out: dict[str, dict] = {}
     for event in data["assetOrError"]["assetMaterializations"]:  # newest first
         entries = {}
@@ -199,25 +184,12 @@ def test_the_partition_page_shows_the_preview_in_a_browser(ui, demo_home, chromi
         page.close()
 
 
-LATEST = """
-query($key: AssetKeyInput!, $partitions: [String!]) {
-  assetOrError(assetKey: $key) {
-    ... on Asset { assetMaterializations(partitions: $partitions, limit: 1) { timestamp runId } }
-  }
-}"""
 RUN_TAGS = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run { tags { key value } } } }"""
 
 
-def latest_materialization(url: str, asset: str, partition: str) -> tuple[float, str] | None:
-    """(timestamp in seconds, run id) of the partition's latest materialization, if any."""
-    data = graphql(url, LATEST, {"key": {"path": [asset]}, "partitions": [partition]})
-    events = data["assetOrError"]["assetMaterializations"]
-    return (float(events[0]["timestamp"]) / 1000, events[0]["runId"]) if events else None
-
-
 def run_tags(url: str, run_id: str) -> dict[str, str]:
-    tags = graphql(url, RUN_TAGS, {"id": run_id})["runOrError"]["tags"]
+    tags = ui_graphql(url, RUN_TAGS, {"id": run_id})["runOrError"]["tags"]
     return {t["key"]: t["value"] for t in tags}
 
 
@@ -266,7 +238,7 @@ def test_a_project_materialized_in_the_browser_reaches_its_seat_and_account(
     assert all(WORKER_PID_TAG in t for t in tags.values()), tags
     # No other seat or account was built by it.
     for asset, partition in chain[1:]:
-        data = graphql(ui, MATERIALIZATIONS, {"key": {"path": [asset]}, "partitions": None})
+        data = ui_graphql(ui, MATERIALIZATIONS, {"key": {"path": [asset]}, "partitions": None})
         after = {
             e["partition"]
             for e in data["assetOrError"]["assetMaterializations"]

@@ -24,11 +24,9 @@ The two settings are measured one after the other in this run, on the same home:
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,49 +37,21 @@ from pathlib import Path
 
 import yaml
 
-from hltm_assets.cli.server import ROOT
+from hltm_assets.cli.server import ROOT, free_port, latest_materialization
 from hltm_resources.config import Settings
 from hltm_resources.stores import database
 from query.writer import Writer
 
-LATEST = """
-query($key: AssetKeyInput!, $partitions: [String!]) {
-  assetOrError(assetKey: $key) {
-    ... on Asset { assetMaterializations(partitions: $partitions, limit: 1) { timestamp } }
-  }
-}"""
 #: Settings this repository's dagster.yaml adds for speed; the defaults run goes without them.
 TUNED_KEYS = ("run_launcher", "run_coordinator")
 DEFAULT_SENSOR_INTERVAL_S = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _graphql(url: str, query: str, variables: dict) -> dict:
-    body = json.dumps({"query": query, "variables": variables}).encode()
-    request = urllib.request.Request(url + "/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        answer = json.loads(response.read())
-    if "errors" in answer:
-        raise RuntimeError(f"GraphQL error: {answer['errors']}")
-    return answer["data"]
-
-
-def _latest(url: str, asset: str, partition: str) -> float | None:
-    data = _graphql(url, LATEST, {"key": {"path": [asset]}, "partitions": [partition]})
-    events = data["assetOrError"]["assetMaterializations"]
-    return float(events[0]["timestamp"]) / 1000 if events else None
 
 
 class _Dev:
     """``dagster dev`` on the home, with this repository's settings or Dagster's defaults."""
 
     def __init__(self, home: Path, tuned: bool, scratch: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
         env["HLTM_HOME"] = str(home)
@@ -165,8 +135,12 @@ def _trial(
         if time.time() - t0 > timeout_s:
             raise RuntimeError(f"{project}: only {sorted(found)} materialized in {timeout_s} s")
         for level, asset, partition in chain:
-            if level not in found and (ts := _latest(url, asset, partition)) and ts > t0:
-                found[level] = round(ts - t0, 2)
+            if (
+                level not in found
+                and (seen := latest_materialization(url, asset, partition))
+                and seen[0] > t0
+            ):
+                found[level] = round(seen[0] - t0, 2)
         time.sleep(0.25)
     return {"project_id": project} | {f"{level}_s": found[level] for level, _, _ in chain}
 

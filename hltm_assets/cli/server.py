@@ -37,6 +37,46 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env, cwd=ROOT)
 
 
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ui_graphql(url: str, query: str, variables: dict) -> dict:
+    """The ``data`` of a query to the GraphQL API of the Dagster UI at ``url``; its errors
+    raised."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(url + "/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer = json.loads(response.read())
+    if "errors" in answer:
+        raise RuntimeError(f"GraphQL errors from {url}: {answer['errors']}")
+    return answer["data"]
+
+
+LATEST_MATERIALIZATION = """
+query($key: AssetKeyInput!, $partitions: [String!]) {
+  assetOrError(assetKey: $key) {
+    ... on Asset { assetMaterializations(partitions: $partitions, limit: 1) { timestamp runId } }
+  }
+}"""
+
+
+def latest_materialization(url: str, asset: str, partition: str) -> tuple[float, str] | None:
+    """(timestamp in seconds, run id) of a partition's latest materialization, as the UI at
+    ``url`` shows it; None before its first."""
+    variables = {"key": {"path": [asset]}, "partitions": [partition]}
+    events = ui_graphql(url, LATEST_MATERIALIZATION, variables)["assetOrError"][
+        "assetMaterializations"
+    ]
+    return (float(events[0]["timestamp"]) / 1000, events[0]["runId"]) if events else None
+
+
 def _listening(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=2):

@@ -28,13 +28,9 @@ def node_exists(settings, node_id: str) -> bool:
             if exc.code == 404:
                 return False
             raise
-    from hltm_resources.stores import database
-    from hltm_resources.stores.sot import read_topology
+    from hltm_assets.partitions import read_tree
 
-    if not settings.duckdb_path.exists():
-        return False
-    with database.connect(settings.duckdb_path, read_only=True) as con:
-        return read_topology(con, settings.schema).node(node_id) is not None
+    return read_tree(settings).node(node_id) is not None
 
 
 def cmd_create(args: argparse.Namespace) -> int:

@@ -80,11 +80,25 @@ def _connect(settings: Settings, create: bool = False) -> Iterator[sqlite3.Conne
     try:
         if fresh:
             os.chmod(path, 0o600)  # hashes only, but nobody else's business
-        con.execute(_SCHEMA)
+        if create:  # a file exists only once a token was made: then it has the table
+            con.execute(_SCHEMA)
         yield con
         con.commit()
     finally:
         con.close()
+
+
+_COLUMNS = "id, scope, rights, name, created_at"
+
+
+def _find(con: sqlite3.Connection | None, token_id: str) -> tuple[str, Token] | None:
+    """(its digest, the token) of the row with this id, if any."""
+    row = None
+    if con is not None:
+        row = con.execute(
+            f"SELECT digest, {_COLUMNS} FROM tokens WHERE id = ?", [token_id]
+        ).fetchone()
+    return None if row is None else (row[0], Token(*row[1:]))
 
 
 def create_token(settings: Settings, scope: str, write: bool = False, name: str = "") -> tuple:
@@ -111,9 +125,7 @@ def list_tokens(settings: Settings) -> list[Token]:
     with _connect(settings) as con:
         if con is None:
             return []
-        rows = con.execute(
-            "SELECT id, scope, rights, name, created_at FROM tokens ORDER BY created_at, id"
-        ).fetchall()
+        rows = con.execute(f"SELECT {_COLUMNS} FROM tokens ORDER BY created_at, id").fetchall()
     return [Token(*row) for row in rows]
 
 
@@ -121,16 +133,12 @@ def revoke_token(settings: Settings, token_id: str) -> Token:
     """Delete the token with this id (or the token itself, pasted whole)."""
     token_id = _id_of(token_id) or token_id
     with _connect(settings) as con:
-        row = None
-        if con is not None:
-            row = con.execute(
-                "SELECT id, scope, rights, name, created_at FROM tokens WHERE id = ?", [token_id]
-            ).fetchone()
-        if row is None:
+        found = _find(con, token_id)
+        if found is None:
             raise TokenError(f"no token {token_id[:40]!r} in this home: see hltm token list")
         con.execute("DELETE FROM tokens WHERE id = ?", [token_id])
     _vacuum(settings)
-    return Token(*row)
+    return found[1]
 
 
 def revoke_scoped(settings: Settings, node_ids: Iterable[str]) -> list[str]:
@@ -178,12 +186,7 @@ def verify_token(settings: Settings, value: str) -> Token:
     if token_id is None:
         raise refused
     with _connect(settings) as con:
-        row = None
-        if con is not None:
-            row = con.execute(
-                "SELECT digest, id, scope, rights, name, created_at FROM tokens WHERE id = ?",
-                [token_id],
-            ).fetchone()
-    if row is None or not hmac.compare_digest(row[0], _digest(value)):
+        found = _find(con, token_id)
+    if found is None or not hmac.compare_digest(found[0], _digest(value)):
         raise refused
-    return Token(*row[1:])
+    return found[1]
