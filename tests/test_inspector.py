@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,14 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import duckdb
 import pytest
 
 from hltm_resources.config import ConfigError, Settings
 from query import Memory
-from query.inspector import Inspector, InspectorServer, serving_agents
+from query.inspector import Inspector, InspectorServer, PageError, inspector_app, serving_agents
 from tests.conftest import loaded_and_built, write_tree
 
 QUESTION = "Where are the jobs usually located?"
@@ -284,6 +285,79 @@ def test_requests_for_another_host_name_are_refused(base):
     assert status == 400
 
 
+def raw_status(base: str, path: str, headers: list[tuple[str, str]]) -> int:
+    """The status of a GET sent as written (urllib sends one Host header, this any)."""
+    where = urlsplit(base)
+    with socket.create_connection((where.hostname, where.port), timeout=60) as sock:
+        lines = [f"GET {path} HTTP/1.1", *(f"{k}: {v}" for k, v in headers), "Connection: close"]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return int(reply.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1:8902@evil.com",
+        "[::1]evil.com",
+        "127.0.0.1:evil.com",
+        "127.0.0.1:",
+        "localhost.evil.com",
+        "evil.com#127.0.0.1",
+    ],
+)
+def test_a_host_that_only_starts_like_a_loopback_one_is_refused(base, host):
+    assert raw_status(base, "/", [("Host", host)]) == 400
+
+
+def test_a_request_with_two_host_headers_is_refused(base):
+    assert raw_status(base, "/", [("Host", "127.0.0.1"), ("Host", "evil.com")]) == 400
+    assert raw_status(base, "/", [("Host", "127.0.0.1"), ("Host", "127.0.0.1")]) == 400
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.0.0.1:8765", "localhost", "LocalHost:80", "[::1]", "[::1]:8765"]
+)
+def test_loopback_host_names_are_served(base, host):
+    assert raw_status(base, "/", [("Host", host)]) == 200
+
+
+@pytest.mark.parametrize(
+    "path, headers, status",
+    [
+        ("/", {}, 200),
+        ("/nowhere", {}, 404),
+        ("/ask?q=where", {}, 400),
+        ("/", {"Host": "attacker.example"}, 400),
+    ],
+)
+def test_every_page_is_sent_with_headers_that_keep_scripts_and_frames_off(
+    base, path, headers, status
+):
+    request = urllib.request.Request(base + path, headers=headers)
+    try:
+        reply = urllib.request.urlopen(request, timeout=60)
+    except urllib.error.HTTPError as exc:
+        reply = exc
+    assert reply.status == status
+    policy = reply.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "script-src" not in policy
+    assert reply.headers["X-Content-Type-Options"] == "nosniff"
+    assert reply.headers["Cache-Control"] == "no-store"
+    assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+
+
+def test_a_page_is_only_read(base):
+    request = urllib.request.Request(base + "/", data=b"x=1", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 405 and refused.value.headers["Allow"]
+    assert 'class="error"' in refused.value.read().decode("utf-8")
+
+
 def test_only_loopback_addresses_are_served(built_home):
     app = Inspector(built_home)
     try:
@@ -305,15 +379,44 @@ def test_hltm_inspect_prints_its_url_and_serves_until_ctrl_c(built_home):
     )
     try:
         line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert url, line + proc.stderr.read()
+        assert get(url.group(0))[0] == 200
+        # Clients that hang up before their request ends, or before reading the answer.
+        port = int(url.group(1))
+        request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        for sent in (b"GET /node/", request):
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(sent)
+        # One that keeps its connection open after an answer: closed once idle, not kept.
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as idle:
+            idle.sendall(request)
+            reply = b""
+            while chunk := idle.recv(65536):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 200") and b"</html>" in reply
         assert get(url.group(0))[0] == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
         assert proc.stdout.read() == ""  # one line, the URL
+        assert "Traceback" not in proc.stderr.read()
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_hltm_inspect_says_in_one_line_when_its_port_is_taken(built_home, capsys):
+    from hltm_assets.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        code = main(["--home", str(built_home.home), "inspect", "--port", str(port)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1 port {port}" in err and "--port" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_cli_refuses_a_non_loopback_host(built_home, capsys):
@@ -407,6 +510,107 @@ def test_a_scoped_inspector_links_nothing_above_or_beside_its_scope(scoped):
         assert node_url(nodes["account"]) not in hrefs
         for href in hrefs:
             assert get(base + href)[0] == 200, href
+
+
+# -- mounted in another app, with a scope per request ------------------------------------------
+
+
+@contextmanager
+def serving_asgi(app) -> Iterator[str]:
+    """Any ASGI app under uvicorn on a free loopback port, in a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def mounted(built_home, scoped) -> Iterator[str]:
+    """The inspector mounted at /inspect in another app, each request's scope taken from its
+    ``X-Scope`` header (as the service takes it from a token): none is a 401, ``*`` all."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    def scope_of(request) -> str | None:
+        scope = request.headers.get("x-scope")
+        if scope is None:
+            raise PageError(401, "send the request with a token")
+        return None if scope == "*" else scope
+
+    inspector = Inspector(built_home)
+    app = Starlette(routes=[Mount("/inspect", app=inspector_app(inspector, scope_of))])
+    try:
+        with serving_asgi(app) as url:
+            yield url + "/inspect"
+    finally:
+        inspector.close()
+
+
+def test_a_mounted_inspector_takes_each_requests_scope_from_the_request(mounted, scoped):
+    _, nodes = scoped
+    seat, sibling = {"X-Scope": nodes["scope"]}, {"X-Scope": nodes["sibling"]}
+    assert get(mounted + node_url(nodes["inside"]), seat)[0] == 200
+    assert get(mounted + node_url(nodes["inside"]), sibling)[0] == 404
+    assert get(mounted + node_url(nodes["cousin"]), sibling)[0] == 200
+    assert get(mounted + node_url(nodes["cousin"]), seat)[0] == 404
+    assert get(mounted + doc_url(nodes["cousin_doc"]), seat)[0] == 404
+    assert get(mounted + ask_url(nodes["sibling"], QUESTION), seat)[0] == 404
+    assert get(mounted + ask_url(nodes["sibling"], QUESTION), sibling)[0] == 200
+    for scope in ("seat:not-in-the-tree", "nonsense"):  # a scope that is not there: 404
+        assert get(mounted + "/", {"X-Scope": scope})[0] == 404
+    status, page = get(mounted + "/")  # scope_of refused it
+    assert status == 401 and "send the request with a token" in text(page)
+
+
+def test_a_mounted_inspector_links_under_its_mount(mounted, scoped):
+    _, nodes = scoped
+    everything = {"X-Scope": "*"}
+    status, page = get(mounted + node_url(nodes["scope"]), everything)
+    assert status == 200
+    hrefs = set(links(page))
+    assert "/inspect" + node_url(nodes["inside"]) in hrefs
+    assert 'action="/inspect/ask"' in page
+    root = mounted.removesuffix("/inspect")
+    for href in hrefs:
+        assert href.startswith("/inspect/"), href
+        assert get(root + href, everything)[0] == 200, href
+
+
+class CountingLock:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self) -> None:
+        self.lock, self.taken = threading.Lock(), 0
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.taken += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_an_inspector_asks_through_a_memory_and_lock_it_is_given_and_leaves_them_open(
+    built_home, seat
+):
+    lock = CountingLock()
+    with Memory(built_home, log_queries=False) as memory:
+        inspector = Inspector(built_home, memory=memory, lock=lock)
+        with serving_asgi(inspector_app(inspector)) as base:
+            status, page = get(base + ask_url(seat[0], QUESTION))
+        assert status == 200 and lock.taken == 1
+        inspector.close()
+        assert memory.ask(QUESTION, scope=seat[0]).answer in text(page)  # still open
 
 
 # -- read-only, escaping, rebuilds ----------------------------------------------------------------

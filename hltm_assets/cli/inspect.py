@@ -31,7 +31,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        server.serve_forever()
+        server.serve_forever()  # uvicorn stops on Ctrl-C, then raises KeyboardInterrupt again
     except KeyboardInterrupt:
         print("inspector stopped", file=sys.stderr)
     finally:
