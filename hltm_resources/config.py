@@ -80,6 +80,9 @@ class Settings:
     object_store: str | None = None
     #: The Celery broker the workers take steps from (distributed).
     broker_url: str | None = None
+    #: The Dagster UI the inspector links a node's build run to (``HLTM_DAGSTER_URL``; where
+    #: ``hltm dev`` serves it by default).
+    dagster_url: str = "http://127.0.0.1:3000"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser().resolve())
@@ -109,6 +112,12 @@ class Settings:
                 )
         if self.concurrency < 1:
             raise ConfigError("concurrency must be at least 1")
+        if not self.dagster_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"Dagster UI URL {self.dagster_url!r} (HLTM_DAGSTER_URL) must start with "
+                "http:// or https://, e.g. http://127.0.0.1:3000"
+            )
+        object.__setattr__(self, "dagster_url", self.dagster_url.rstrip("/"))
         try:
             TreeSchema.parse(self.tree)
         except SchemaError as exc:
@@ -138,6 +147,8 @@ class Settings:
             "object_store": env.get("HLTM_OBJECT_STORE") or None,
             "broker_url": env.get("HLTM_BROKER_URL") or None,
         }
+        if env.get("HLTM_DAGSTER_URL"):
+            values["dagster_url"] = env["HLTM_DAGSTER_URL"]
         if env.get("HLTM_CONCURRENCY"):
             values["concurrency"] = int(env["HLTM_CONCURRENCY"])
         if env.get("HLTM_TIMEOUT_S"):

@@ -53,6 +53,7 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
+from query.citations import why_cited
 from query.findings import (
     OFFERED,
     PAY_ASKED,
@@ -205,6 +206,10 @@ class AskResult:
     cache_hits: int = 0  # agent calls answered from the reply cache (no LLM call)
     parsed: dict = field(default_factory=dict)
     retrieved: RetrievedContext | None = field(default=None, repr=False, compare=False)
+    #: Why each reference is cited (:func:`query.citations.why_cited`): per node id, the
+    #: constraints it met (by facet or by a document), the facts it holds, or the view that
+    #: retrieved it.
+    reasons: dict[str, list[dict]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -220,6 +225,7 @@ class AskResult:
             "cache_hits": self.cache_hits,
             "parsed": self.parsed,
             "contexts": self.contexts,
+            "reasons": self.reasons,
         }
 
 
@@ -1287,6 +1293,7 @@ class Memory:
                 else None,
             },
             retrieved=retrieval.context,
+            reasons=why_cited(references, retrieval.context),
         )
         if self.log_queries:
             self._pending.append(

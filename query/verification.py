@@ -524,23 +524,26 @@ class ScopeLeaves:
             return []
         survivors = [n for n in self.leaves if schema.is_leaf(n.split(":", 1)[0])]
         how: dict[str, list[str]] = {n: [] for n in survivors}
+        stated: dict[str, list[str]] = {n: [] for n in survivors}  # the facet value, per how
         for _, m in wanted:
             if (bound := amount_bound(m.value)) is not None:
                 # "more than 1" hire: the leaves whose number of it is within the bound.
                 survivors = [n for n in survivors if _within(self.facts[n], m.key, bound)]
                 for n in survivors:
                     how[n].append("facet")
+                    stated[n].append("")
                 continue
             # A facet states a constraint's value when it is that value (identity after
             # normalization: "Lisbon" is "Lisbon, Portugal"; "Mid-Senior level" is not
             # "Senior", Frontend is not Backend).
-            stating: set[str] = set()
+            stating: dict[str, str] = {}
             same = same_value_key(m.key, m.value)
             for v, holding in self.holders(m.key).items():
                 if same_value_key(m.key, v) == same or _a_part_of(m.key, v, same):
-                    stating.update(holding)
+                    stating.update((n, v) for n in holding if n not in stating)
                 elif m.key in PERSON_KEYS and _names_person(v, same):
-                    stating.update(holding)  # "Davide" is Davide Ferrante
+                    # "Davide" is Davide Ferrante
+                    stating.update((n, v) for n in holding if n not in stating)
             # A country is stated in evidence by its name or by a place of the scope in it
             # ("Data Engineer (Toronto)" is in Canada).
             said = [m.value]
@@ -552,6 +555,7 @@ class ScopeLeaves:
             for n in survivors:
                 if n in stating:
                     how[n].append("facet")
+                    stated[n].append(stating[n])
                     kept.append(n)
                     continue
                 facts = self.facts[n]
@@ -578,10 +582,15 @@ class ScopeLeaves:
                     source = evidence_source(facts.passages, m.key, value, rivals[value])
                     if source is not None:
                         how[n].append(source)
+                        stated[n].append("")
                         kept.append(n)
                         break
             survivors = kept
-        return [LeafMatch(n, tuple(how[n]), (names or {}).get(n, n)) for n in survivors]
+        met = tuple(m for _, m in wanted)
+        return [
+            LeafMatch(n, tuple(how[n]), (names or {}).get(n, n), met, tuple(stated[n]))
+            for n in survivors
+        ]
 
     def _may_state(self, value: str):
         """A test that is false for a leaf whose evidence cannot state ``value``

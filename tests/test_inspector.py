@@ -234,7 +234,8 @@ def test_ask_shows_the_answer_its_citations_and_each_views_scores(built_home, ba
 
 def test_the_node_page_asks_within_the_node_through_a_plain_get_form(base, seat):
     _, page = get(base + node_url(seat[0]))
-    form = re.search(r"<form[^>]*>.*?</form>", page, flags=re.S).group(0)
+    forms = re.findall(r"<form[^>]*>.*?</form>", page, flags=re.S)  # the header's: search
+    form = next(f for f in forms if 'class="ask"' in f)
     assert 'method="get"' in form and 'action="/ask"' in form
     assert f'name="scope" value="{seat[0]}"' in form and 'name="q"' in form
     assert "<script" not in page
@@ -696,3 +697,283 @@ def test_a_warmed_up_inspector_answers_as_a_cold_one(built_home):
     finally:
         cold.close()
         warm.close()
+
+
+# -- why cited, where a facet comes from, search, the build run, stale memory (issue 33) ------
+
+
+def citations(page: str) -> dict[str, str]:
+    """The answer page's citations: per cited node id, what its item says (text)."""
+    listed = re.search(r"<h2>Citations \(\d+\)</h2>\s*<ol>(.*?)</ol>", page, flags=re.S)
+    items = re.split(r'(?=<li><a href="/node/)', listed.group(1))[1:] if listed else []
+    return {re.match(r'<li><a href="/node/([^"]+)"', i).group(1): i for i in items}
+
+
+def marks(page: str) -> list[str]:
+    """The text of every ``<mark>`` of a page, unescaped."""
+    return [html.unescape(m) for m in re.findall(r"<mark>(.*?)</mark>", page, flags=re.S)]
+
+
+def test_each_citation_says_which_facets_of_the_node_met_the_question(built_home, base, seat):
+    title, location = rows(
+        built_home,
+        "SELECT t.value, l.value FROM memory_nodes n "
+        "JOIN memory_facets t ON t.node_id = n.node_id AND t.key = 'title' "
+        "JOIN memory_facets l ON l.node_id = n.node_id AND l.key = 'location' "
+        "WHERE n.parent_id = ? ORDER BY n.node_id LIMIT 1",
+        [seat[0]],
+    )[0]
+    holding = {
+        n
+        for (n,) in rows(
+            built_home,
+            "SELECT n.node_id FROM memory_nodes n "
+            "JOIN memory_facets t ON t.node_id = n.node_id AND t.key = 'title' AND t.value = ? "
+            "JOIN memory_facets l ON l.node_id = n.node_id AND l.key = 'location' "
+            "AND l.value = ? WHERE n.parent_id = ?",
+            [title, location, seat[0]],
+        )
+    }
+    city = location.split(",")[0]
+    status, page = get(base + ask_url(seat[0], f"Which projects are for {title}s in {city}?"))
+    assert status == 200
+    cited = citations(page)
+    assert set(cited) == holding
+    for item in cited.values():
+        said = text(item)
+        assert f"met “title: {title}” by its facet" in said
+        assert f"location: {location}" in said and "met “location: " in said
+        assert said.count("by its facet") == 2
+
+
+def test_a_citation_met_by_a_document_links_the_document_with_the_passage_marked(
+    built_home, base, seat
+):
+    leaf, doc_id, body = rows(
+        built_home,
+        "SELECT 'project:' || d.project_id, d.doc_id, d.text FROM sot_documents d "
+        "JOIN memory_nodes n ON n.node_id = 'project:' || d.project_id "
+        "WHERE n.parent_id = ? AND d.text LIKE '%code name: %' ORDER BY d.doc_id LIMIT 1",
+        [seat[0]],
+    )[0]
+    code = re.search(r"code name: ([\w-]+)", body).group(1)
+    status, page = get(base + ask_url(seat[0], f"Which roles mention {code}?"))
+    assert status == 200
+    cited = citations(page)
+    assert leaf in cited
+    marked_links = [h for h in links(cited[leaf]) if h.startswith(doc_url(doc_id) + "?")]
+    assert marked_links, cited[leaf]
+    status, doc_page = get(base + html.unescape(marked_links[0]))
+    assert status == 200
+    assert marks(doc_page) and all(m in body for m in marks(doc_page))
+    assert any(code in m for m in marks(doc_page))
+
+
+def test_a_leaf_facet_links_its_documents_with_the_sentences_stating_it_marked(
+    built_home, base, leaf
+):
+    key, value, sources = rows(
+        built_home,
+        "SELECT key, value, source_ids FROM memory_facets WHERE node_id = ? "
+        "AND key = 'location' LIMIT 1",
+        [leaf],
+    )[0]
+    _, page = get(base + node_url(leaf))
+    hrefs = {html.unescape(h) for h in links(page)}
+    for doc_id in sources:
+        href = doc_url(doc_id) + "?" + urlencode({"key": key, "value": value})
+        assert href in hrefs
+        body = rows(built_home, "SELECT text FROM sot_documents WHERE doc_id = ?", [doc_id])[0][0]
+        status, doc_page = get(base + href)
+        assert status == 200
+        found = marks(doc_page)
+        if value in body:  # the engine took it as written
+            assert any(value in m for m in found)
+        assert all(m in body for m in found)  # whole sentences of the document, verbatim
+        assert html.unescape(re.sub(r"</?mark>", "", doc_page)).count(body) == 1
+
+
+def test_a_document_that_does_not_state_the_value_is_shown_unmarked_and_says_so(
+    built_home, base, leaf
+):
+    value = rows(
+        built_home,
+        "SELECT value FROM memory_facets WHERE node_id = ? AND key = 'location' LIMIT 1",
+        [leaf],
+    )[0][0]
+    doc_id, body = rows(
+        built_home,
+        "SELECT doc_id, text FROM sot_documents WHERE text NOT LIKE ? ORDER BY doc_id LIMIT 1",
+        ["%" + value.split(",")[0] + "%"],
+    )[0]
+    status, page = get(
+        base + doc_url(doc_id) + "?" + urlencode({"key": "location", "value": value})
+    )
+    assert status == 200
+    assert marks(page) == [] and "No sentence of this document states" in text(page)
+    assert body in html.unescape(page)
+
+
+def final_url(url: str) -> tuple[int, str]:
+    """(status, URL reached) of a GET that follows redirects."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            return reply.status, reply.geturl()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.geturl()
+
+
+def test_the_search_box_goes_to_a_node_by_id_and_lists_nodes_by_name(built_home, base, seat):
+    assert final_url(base + "/search?q=" + quote(seat[0])) == (200, base + node_url(seat[0]))
+    _, page = get(base + "/")
+    form = next(f for f in re.findall(r"<form[^>]*>.*?</form>", page, flags=re.S) if "search" in f)
+    assert 'method="get"' in form and 'action="/search"' in form and 'name="q"' in form
+    word = rows(built_home, "SELECT name FROM memory_nodes WHERE level = 'project' LIMIT 1")
+    part = word[0][0].split()[0][1:].upper()  # a piece of a name, in another case
+    expected = {
+        n
+        for (n,) in rows(
+            built_home,
+            "SELECT node_id FROM memory_nodes WHERE contains(lower(name), lower(?))",
+            [part],
+        )
+    }
+    assert 1 < len(expected) <= 50
+    status, page = get(base + "/search?" + urlencode({"q": part}))
+    assert status == 200
+    listed = {h.removeprefix("/node/") for h in links(page) if h.startswith("/node/")}
+    assert listed == expected
+    status, page = get(base + "/search?q=no-such-name-anywhere")
+    assert status == 200 and "No node here" in text(page)
+    assert get(base + "/search?q=%20")[0] == 400
+
+
+def test_a_scoped_search_finds_nothing_outside_the_scope(built_home, scoped):
+    base, nodes = scoped
+    for outside in ("sibling", "account", "cousin"):
+        status, reached = final_url(base + "/search?q=" + quote(nodes[outside]))
+        assert status == 200 and "/search?" in reached  # not taken to it
+    (path,) = rows(built_home, "SELECT path FROM memory_nodes WHERE node_id = ?", [nodes["scope"]])[
+        0
+    ]
+    inside = {
+        n
+        for (n,) in rows(
+            built_home,
+            "SELECT node_id FROM memory_nodes WHERE contains(name, '#') "
+            "AND (path = ? OR starts_with(path, ?))",
+            [path, path + "/"],
+        )
+    }
+    _, page = get(base + "/search?q=%23")
+    listed = {h.removeprefix("/node/") for h in links(page) if h.startswith("/node/")}
+    assert inside and listed == inside
+
+
+def test_a_node_built_without_a_run_says_so(base, seat):
+    _, page = get(base + node_url(seat[0]))
+    assert "no Dagster run built this memory" in text(page)
+    assert not [h for h in links(page) if "/runs/" in h]
+
+
+def test_a_node_built_by_a_dagster_run_links_the_run_in_the_dagster_ui(tmp_path, snapshot_dir):
+    import dagster as dg
+
+    from hltm_assets.cli import main
+    from hltm_assets.history import open_instance
+
+    home = tmp_path / "home"
+    assert main(["--home", str(home), "load", str(snapshot_dir)]) == 0
+    assert main(["--home", str(home), "index"]) == 0
+    settings = Settings(home=home, dagster_url="http://dagster.example:3001/")
+    leaf, seat_id = rows(
+        settings,
+        "SELECT node_id, parent_id FROM memory_nodes WHERE level = 'project' ORDER BY 1 LIMIT 1",
+    )[0]
+    expected = {}
+    with open_instance(settings) as instance:
+        for node in (leaf, seat_id):
+            level, raw = node.split(":", 1)
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(
+                    asset_key=dg.AssetKey(f"{level}_memory"), asset_partitions=[raw]
+                ),
+                limit=1,
+            ).records
+            expected[node] = records[0].run_id
+    before = files_of(home)
+    with serving(settings) as base:
+        for node, run_id in expected.items():
+            _, page = get(base + node_url(node))
+            assert f"http://dagster.example:3001/runs/{run_id}" in links(page)
+    assert files_of(home) == before  # the run history is read, never written
+
+
+def test_stale_memory_is_marked_on_the_node_and_in_its_parents_children(built_home, tmp_path):
+    import shutil
+
+    from hltm_resources.stores.memory_rows import add_pending, erase_rows
+
+    home = tmp_path / "home"
+    shutil.copytree(built_home.home, home)
+    settings = Settings(home=home)
+    seat_id = rows(
+        settings, "SELECT min(node_id) FROM memory_nodes WHERE level = 'seat' AND leaf_count > 2"
+    )[0][0]
+    changed, emptied, fresh = [
+        n
+        for (n,) in rows(
+            settings,
+            "SELECT node_id FROM memory_nodes WHERE parent_id = ? ORDER BY 1 LIMIT 3",
+            [seat_id],
+        )
+    ]
+    with serving(settings) as base:  # before: nothing is stale
+        for node in (seat_id, changed, emptied, fresh):
+            assert "Stale:" not in text(get(base + node_url(node))[1])
+    con = duckdb.connect(str(settings.duckdb_path))
+    try:  # a write no build took (a killed writer leaves it), a deletion below, new hints
+        add_pending(con, [changed])
+        erase_rows(con, [], invalidate=[emptied])
+        con.execute(
+            "INSERT INTO adapt_hints VALUES (1, 'active', now(), now(), NULL, NULL, 0, '{}', "
+            "'[]', '[]')"
+        )
+    finally:
+        con.close()
+    with serving(settings) as base:
+        shown = text(get(base + node_url(changed))[1])
+        assert "Stale:" in shown and "its documents changed since it was built" in shown
+        assert "the active hints are v1" in shown
+        shown = text(get(base + node_url(emptied))[1])
+        assert "Stale:" in shown and "emptied by a deletion or a move below it" in shown
+        seat_page = get(base + node_url(seat_id))[1]
+        assert "1 project below changed since it was built" in text(seat_page)
+        children = '<ul class="nodes">'
+        items = {
+            re.search(r'href="/node/([^"]+)"', li).group(1): text(li)
+            for li in re.findall(r"<li>.*?</li>", seat_page.split(children)[1], flags=re.S)
+        }
+        assert "changed" in items[changed] and "emptied" in items[emptied]
+        assert "changed" not in items[fresh] and "emptied" not in items[fresh]
+        assert "old hints" in items[fresh]
+
+
+@pytest.mark.parametrize(
+    "sentence, key, value, states",
+    [
+        ("The role is in Lisbon, Portugal and is hybrid.", "location", "Lisbon, Portugal", True),
+        ("Based in Lisbon.", "location", "Lisbon, Portugal", True),  # its head before a comma
+        ("Based in Roma, near the river.", "location", "Rome, Italy", True),  # GeoNames' name
+        ("Kubernetes is nice to have.", "location", "Nice, France", False),  # a place is a name
+        ("The role is not remote.", "workplace_type", "remote", False),  # negated
+        ("Fully onsite, five days a week.", "workplace_type", "on-site", True),  # its spelling
+        ("Needs Python and SQL.", "skill", "Scala", False),
+    ],
+)
+def test_a_sentence_is_marked_only_where_it_states_the_value(sentence, key, value, states):
+    from query.inspector.highlight import marked
+
+    pieces = marked(sentence, key, value)
+    assert "".join(p.text for p in pieces) == sentence  # the document, verbatim
+    assert any(p.marked for p in pieces) is states

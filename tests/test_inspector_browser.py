@@ -68,8 +68,8 @@ def test_a_user_clicks_to_a_seat_asks_and_follows_a_citation(built_home, browser
     assert page.locator(".lead").inner_text() == seat["concise"]
     assert re.search(rf": \d+ of {seat['leaves']} projects", page.inner_text("main"))
 
-    page.fill("input[name=q]", QUESTION)
-    page.click("button[type=submit]")
+    page.fill("form.ask input[name=q]", QUESTION)
+    page.click("form.ask button[type=submit]")
     page.wait_for_url("**/ask?**")
     assert page.locator(".answer").inner_text().strip()
     citations = page.locator("h2:has-text('Citations') + ol a")
@@ -92,13 +92,55 @@ def test_pages_and_the_ask_form_work_without_javascript(browser, base, seat):
     assert response.status == 200
     assert page.locator(".lead").inner_text() == seat["concise"]
 
-    page.fill("input[name=q]", QUESTION)
+    page.fill("form.ask input[name=q]", QUESTION)
     with page.expect_navigation() as answered:
-        page.press("input[name=q]", "Enter")  # the browser submits the form: no script
+        page.press("form.ask input[name=q]", "Enter")  # the browser submits the form: no script
     assert answered.value.status == 200
     assert "/ask?" in page.url
     assert page.locator(".answer").inner_text().strip()
     assert page.locator("h2:has-text('Citations') + ol a").count() >= 1
+    context.close()
+
+
+def test_a_user_finds_a_node_by_name_and_sees_the_sentence_a_facet_comes_from(
+    built_home, browser, base, seat
+):
+    """The header's search box, then a leaf's facet to its document, the sentence marked:
+    plain forms, links and <details>, with JavaScript off."""
+    leaf, leaf_name = rows(
+        built_home,
+        "SELECT node_id, name FROM memory_nodes WHERE parent_id = ? ORDER BY node_id LIMIT 1",
+        [seat["id"]],
+    )[0]
+    value, sources = rows(
+        built_home,
+        "SELECT value, source_ids FROM memory_facets WHERE node_id = ? AND key = 'location'",
+        [leaf],
+    )[0]
+    body = rows(built_home, "SELECT text FROM sot_documents WHERE doc_id = ?", [sources[0]])[0][0]
+    context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
+    page = context.new_page()
+    page.goto(base + "/")
+    page.fill("form.search input[name=q]", seat["name"].lower())
+    with page.expect_navigation():
+        page.press("form.search input[name=q]", "Enter")
+    assert "/search?" in page.url
+    page.get_by_role("link", name=seat["name"], exact=True).click()
+    assert page.url.endswith("/node/" + seat["id"])
+
+    page.get_by_role("link", name=leaf_name, exact=True).click()
+    row = page.locator("tr", has=page.locator("td.key", has_text="location"))
+    row.locator("summary").click()  # a <details>: opens without script
+    with page.expect_navigation() as opened:
+        row.get_by_role("link", name=sources[0], exact=True).click()
+    assert opened.value.status == 200
+    marked = page.locator("pre mark")
+    assert marked.count() >= 1 and marked.first.is_visible()
+    for i in range(marked.count()):
+        assert marked.nth(i).inner_text().strip() in body
+    if value in body:
+        assert any(value in marked.nth(i).inner_text() for i in range(marked.count()))
+    assert page.locator(".notice.marked").is_visible()
     context.close()
 
 

@@ -246,6 +246,12 @@ class LeafMatch:
     node_id: str
     how: tuple[str, ...]
     name: str = ""
+    #: The constraints met, in the order of ``how`` (empty where none were checked); an
+    #: account of the match, not part of what it is (equal matches may differ here).
+    met: tuple[MicroQuery, ...] = field(default=(), compare=False)
+    #: Per constraint met, the leaf's facet value that is the constraint's ("" where its
+    #: evidence stated it, or a number was compared with a bound).
+    held: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def source_ids(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -45,8 +45,9 @@ def _templates() -> Jinja2Templates:
 def inspector_app(
     inspector: Inspector, scope_of: ScopeOf | None = None, loopback_only: bool = True
 ) -> Starlette:
-    """The inspector's pages (``/``, ``/node/<id>``, ``/doc/<id>``, ``/ask?scope=&q=``) as an
-    ASGI app, to serve on its own (``hltm inspect``) or mount in another app.
+    """The inspector's pages (``/``, ``/node/<id>``, ``/doc/<id>[?key=&value=]``,
+    ``/ask?scope=&q=``, ``/search?q=``) as an ASGI app, to serve on its own (``hltm inspect``)
+    or mount in another app.
 
     ``scope_of(request)`` decides each request's scope: the id of the node whose subtree the
     request may see, or None for everything. It is called once per request, in a worker
@@ -64,7 +65,9 @@ def inspector_app(
     templates = _templates()
     restart_hint = ": restart hltm inspect with another --scope" if scope_of is None else ""
 
-    def render(request: Request, page: pages.Page, status: int = 200) -> Response:
+    def render(request: Request, page: pages.Page | pages.Redirect, status: int = 200) -> Response:
+        if isinstance(page, pages.Redirect):
+            return RedirectResponse(_root(request) + page.path, status_code=303)
         values = {"title": page.title, "root": _root(request), "crumbs": None, **page.values}
         return templates.TemplateResponse(request, page.template, values, status_code=status)
 
@@ -77,7 +80,9 @@ def inspector_app(
         )
         return render(request, page, exc.status)
 
-    def endpoint(show: Callable[[View, Request], pages.Page]) -> Callable[[Request], Response]:
+    def endpoint(
+        show: Callable[[View, Request], pages.Page | pages.Redirect],
+    ) -> Callable[[Request], Response]:
         """A page's route: the request's view, the page, or its error page (never a
         traceback: one failed page must not stop the server)."""
 
@@ -116,9 +121,17 @@ def inspector_app(
             ),
             Route(
                 "/doc/{doc_id:path}",
-                endpoint(lambda view, request: pages.doc_page(view, _tail(request, "/doc/"))),
+                endpoint(
+                    lambda view, request: pages.doc_page(
+                        view, _tail(request, "/doc/"), _query(request)
+                    )
+                ),
             ),
             Route("/ask", endpoint(lambda view, request: pages.ask_page(view, _query(request)))),
+            Route(
+                "/search",
+                endpoint(lambda view, request: pages.search_page(view, _query(request))),
+            ),
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
