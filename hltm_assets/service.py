@@ -149,7 +149,8 @@ class MemoryService:
         self._topology = None
         self._instance = None
         self._untidy = False
-        self._asking = threading.Lock()
+        #: Held while a question is asked (a :class:`Memory` is not thread-safe).
+        self.asking = threading.Lock()
         #: Every write up to this sequence number is built up to the root.
         self._built_seq = 0
         self.indexer: Indexer | None = None
@@ -218,8 +219,26 @@ class MemoryService:
     def ask(self, question: str, scope: object):
         """:meth:`Memory.ask` on the memory as the last batch left it (one question at a time:
         a :class:`Memory` keeps per-scope caches that are not shared between threads)."""
-        with self._asking:
+        with self.asking:
             return self.memory.ask(question, scope)
+
+    def retrieve(self, question: str, scope: str, k: int = 10):
+        """:meth:`Memory.retrieve` (no answer, no log): the top ``k`` items of each view."""
+        with self.asking:
+            return self.memory.retrieve(
+                question, scope, k_facet=k, k_qa=k, k_summary=k, k_evidence=k
+            )
+
+    @property
+    def topology(self):
+        """The tree as the source of truth holds it after the last batch."""
+        return self._topology
+
+    def document_leaf(self, doc_id: str) -> str | None:
+        """The node id of the leaf a document belongs to now, or None."""
+        ids = self._ids
+        raw = ids.parent[DOCUMENT].get(doc_id) if ids is not None else None
+        return None if raw is None else f"{self.schema.leaf.name}:{raw}"
 
     def status(self) -> dict:
         return {
@@ -425,195 +444,6 @@ class MemoryService:
 # -- over HTTP -----------------------------------------------------------------------------
 
 
-def http_app(service: MemoryService, tokens_required: bool = False):
-    """The service's HTTP API (JSON): ``POST /v1/changes``, ``POST /v1/ask``,
-    ``GET /v1/status``, ``GET /v1/nodes/<node id>``. A write awaits its stage on the event
-    loop; a question runs in Starlette's thread pool.
-
-    A request may carry an API token (``Authorization: Bearer hltm_...``, ``hltm token``):
-    it then reaches only the token's scope node and what lies under it, and writes only with
-    ``read+write``. Anything outside gets the same 404 whether it exists or not. Without a
-    token a request reaches everything, unless ``tokens_required`` (the service is bound to
-    an address other than loopback)."""
-    import asyncio
-
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
-    from hltm_resources.errors import USER_ERRORS
-    from hltm_resources.stores.changes import parse_changes
-    from hltm_resources.stores.tokens import TokenError, verify_token
-
-    def token_of(request: Request):
-        """The request's token; None (everything) for a tokenless request where that is
-        allowed; a 401 response otherwise."""
-        header = request.headers.get("authorization")
-        if header is None:
-            if tokens_required:
-                return JSONResponse(
-                    {
-                        "error": "this service takes requests with a token only: send "
-                        "'Authorization: Bearer hltm_...' (make one with hltm token create)"
-                    },
-                    status_code=401,
-                )
-            return None
-        scheme, _, value = header.partition(" ")
-        try:
-            if scheme.lower() != "bearer":
-                raise TokenError("send the token as 'Authorization: Bearer hltm_...'")
-            return verify_token(service.settings, value.strip())
-        except TokenError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=401)
-
-    def outside(node_id: object) -> JSONResponse:
-        """What a request for a node outside its token's scope gets: the answer for a node
-        that does not exist."""
-        shown = node_id[:80] if isinstance(node_id, str) else node_id
-        return JSONResponse({"error": f"no node {shown!r} in this scope"}, status_code=404)
-
-    def confine(out: dict, ticket: Ticket, token) -> dict:
-        """A token's view of its write: the batch it joined holds other clients' writes, so
-        only nodes of its scope or named by its own changes, and a failure of the batch in
-        general words (the service's log and ``/v1/status`` on loopback say more)."""
-        own = {n for change in ticket.changes for n in service.named(change)}
-        for key in ("leaves", "deleted", "emptied"):
-            if key in out:
-                out[key] = [n for n in out[key] if n in own or service.within(n, token.scope)]
-        out.pop("batch_writes", None)
-        if ticket.error and not ticket.own_error:
-            out["error"] = (
-                "nothing was written: the batch it joined failed; send it again"
-                if ticket.refused
-                else "applied (durable) but not built yet: memory answers as before until a "
-                "later batch builds it"
-            )
-        return out
-
-    async def body(request: Request) -> dict | JSONResponse:
-        try:
-            data = await request.json()
-        except ValueError as exc:
-            return JSONResponse({"error": f"the body is not JSON ({exc})"}, status_code=400)
-        if not isinstance(data, dict):
-            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
-        return data
-
-    async def changes(request: Request) -> JSONResponse:
-        token = token_of(request)
-        if isinstance(token, JSONResponse):
-            return token
-        if token is not None and not token.can_write:
-            return JSONResponse(
-                {"error": "this token may only read: make a writing one (hltm token --write)"},
-                status_code=403,
-            )
-        data = await body(request)
-        if isinstance(data, JSONResponse):
-            return data
-        source = str(data.get("source") or "changes")
-        wait = data.get("wait", "leaf")
-        if wait not in WAITS:
-            return JSONResponse({"error": f"wait must be one of {', '.join(WAITS)}"}, 400)
-        timeout = data.get("timeout_s", 300)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            return JSONResponse({"error": "timeout_s must be a positive number of seconds"}, 400)
-        objs = data.get("changes")
-        if not isinstance(objs, list) or not objs:
-            return JSONResponse({"error": "changes must be a non-empty list"}, status_code=400)
-        try:
-            parsed = parse_changes(objs, service.schema, source)
-        except ChangeError as exc:
-            return JSONResponse({"error": str(exc), "refused": True}, status_code=400)
-        if token is not None:
-            created: set[str] = set()  # nodes this batch makes, under the scope
-            for change in parsed:
-                for node_id in service.touches(change):
-                    if node_id not in created and not service.within(node_id, token.scope):
-                        return outside(node_id)
-                if change.op == "upsert" and change.level != DOCUMENT:
-                    created.add(f"{change.level}:{change.key}")
-        # Awaited, not waited on in a thread: a thousand writes may wait for their build.
-        loop = asyncio.get_running_loop()
-        reached = loop.create_future()
-
-        def settle() -> None:
-            if not reached.done():
-                reached.set_result(None)
-
-        ticket = service.submit(parsed, source)
-        ticket.when(wait, lambda: loop.call_soon_threadsafe(settle))
-
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reached), timeout)
-        out = ticket.as_dict()
-        if token is not None:
-            out = confine(out, ticket, token)
-        if ticket.error:
-            return JSONResponse(out, status_code=400 if ticket.refused else 202)
-        return JSONResponse(out, status_code=200 if reached.done() else 202)
-
-    def answer(data: dict, token) -> JSONResponse:
-        scope, question = data.get("scope"), data.get("question")
-        if not isinstance(question, str):
-            return JSONResponse({"error": "question must be a string"}, status_code=400)
-        if scope is not None and not isinstance(scope, str):
-            return JSONResponse({"error": "scope must be a node id such as 'seat:ana'"}, 400)
-        if token is not None:
-            scope = token.scope if scope in (None, "") else scope
-            if not service.within(scope, token.scope):
-                return outside(scope)
-        try:
-            result = service.ask(question, scope)
-        except USER_ERRORS as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        out = result.as_dict()
-        if not data.get("contexts"):
-            out.pop("contexts", None)
-        return JSONResponse(out)
-
-    async def ask(request: Request) -> JSONResponse:
-        token = token_of(request)
-        if isinstance(token, JSONResponse):
-            return token
-        data = await body(request)
-        if isinstance(data, JSONResponse):
-            return data
-        from starlette.concurrency import run_in_threadpool
-
-        return await run_in_threadpool(answer, data, token)
-
-    async def status(request: Request) -> JSONResponse:
-        token = token_of(request)
-        if isinstance(token, JSONResponse):
-            return token
-        out = service.status()
-        if token is not None:  # where the home is, and errors naming any node: not a scope's
-            out = {k: v for k, v in out.items() if k not in ("home", "last_error")}
-        return JSONResponse(out)
-
-    async def node(request: Request) -> JSONResponse:
-        token = token_of(request)
-        if isinstance(token, JSONResponse):
-            return token
-        node_id = request.path_params["node_id"]
-        found = service.node(node_id)
-        if found is None or (token is not None and not service.within(node_id, token.scope)):
-            return outside(node_id)
-        return JSONResponse(found)
-
-    return Starlette(
-        routes=[
-            Route("/v1/changes", changes, methods=["POST"]),
-            Route("/v1/ask", ask, methods=["POST"]),
-            Route("/v1/status", status, methods=["GET"]),
-            Route("/v1/nodes/{node_id:path}", node, methods=["GET"]),
-        ]
-    )
-
-
 def serve(
     settings: Settings,
     host: str = "127.0.0.1",
@@ -624,9 +454,12 @@ def serve(
     """Run the service over HTTP until interrupted; ``<home>/service.json`` says where."""
     import json
     import os
+    import secrets
     import socket
 
     import uvicorn
+
+    from hltm_assets.server import build_app
 
     service = MemoryService(settings, max_runs=max_runs)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -638,11 +471,18 @@ def serve(
     with service.running():
         # Loopback without a token stays open for development; any other address needs one.
         loopback = host in ("127.0.0.1", "localhost", "::1")
-        app = http_app(service, tokens_required=not loopback)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        home_key = secrets.token_urlsafe(32)
+        app = build_app(service, tokens_required=not loopback, host=host, home_key=home_key)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=5
+        )
         server = uvicorn.Server(config)
         url = f"http://{host}:{bound}"
-        where.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+        # Readable by the home's owner only: the key lets this user's own commands (hltm
+        # remember, ask, token create) through without a token, as loopback lets everyone.
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({"url": url, "pid": os.getpid(), "key": home_key}) + "\n")
         if on_ready is not None:
             on_ready(url)
         try:

@@ -25,6 +25,7 @@ from pathlib import Path
 from hltm_resources.build.writes import Build, write
 from hltm_resources.config import Settings
 from hltm_resources.ids import check_raw_id, parse_node_id
+from hltm_resources.schema import TreeSchema
 from hltm_resources.stores.changes import DOCUMENT, Change, ChangeError, parse_changes
 from hltm_resources.stores.lock import running_service
 
@@ -40,10 +41,79 @@ def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+#: The running services' keys by URL, as :func:`service_url` found them.
+_KEYS: dict[str, str] = {}
+
+
 def service_url(settings: Settings) -> str | None:
-    """The URL of the home's running memory service, or None."""
+    """The URL of the home's running memory service, or None. Its key (in
+    ``<home>/service.json``, which only the home's owner reads) is kept for
+    :func:`auth_headers`: this user's requests to it need no token."""
     info = running_service(settings.home)
-    return str(info["url"]) if info else None
+    if not info:
+        return None
+    url = str(info["url"])
+    if info.get("key"):
+        _KEYS[url] = str(info["key"])
+    return url
+
+
+def remember_changes(
+    schema: TreeSchema,
+    leaf: str,
+    text: str,
+    kind: str = "note",
+    doc_id: str | None = None,
+    at: str | None = None,
+    name: str | None = None,
+    parent: str | None = None,
+) -> tuple[list[dict], str]:
+    """The changes that store ``text`` as a document of ``leaf`` (:meth:`Writer.remember`),
+    and the document's id."""
+    raw = raw_id(schema, leaf, schema.leaf.name)
+    at = at or now_iso()
+    if doc_id is None:
+        digest = hashlib.sha256(f"{raw}\n{at}\n{text}".encode()).hexdigest()[:16]
+        doc_id = f"{raw}-{digest}"
+    changes: list[dict] = []
+    if parent is not None or name is not None:
+        if parent is None or name is None:
+            raise ChangeError.saying(
+                f"to create or update {leaf}, give both its parent and its name "
+                "(nothing was written)"
+            )
+        leaf_level = schema.leaf
+        parent_field = schema.parent(leaf_level.name).id_field
+        record = {leaf_level.id_field: raw, parent_field: parent, "name": name}
+        if "updated_at" in schema.fields(leaf_level.name):
+            record["updated_at"] = at
+        changes.append({"op": "upsert", "level": leaf_level.name, "record": record})
+    document = {
+        "doc_id": doc_id,
+        schema.leaf.id_field: raw,
+        "kind": kind,
+        "text": text,
+        "updated_at": at,
+    }
+    changes.append({"op": "upsert", "level": DOCUMENT, "record": document})
+    return changes, doc_id
+
+
+def forget_change(schema: TreeSchema, target: str) -> dict:
+    """The change that erases ``target``: a node and its subtree (``<level>:<id>``), or else
+    the document of that id."""
+    level, _, raw = target.partition(":")
+    if raw and schema.has(level):
+        node = parse_node_id(target, schema)
+        return {"op": "delete", "level": node.level, "id": node.raw}
+    return {"op": "delete", "level": DOCUMENT, "id": target}
+
+
+def raw_id(schema: TreeSchema, value: str, level: str) -> str:
+    """``value``'s raw id at ``level``, given raw or as ``<level>:<id>``."""
+    prefix = f"{level}:"
+    raw = value[len(prefix) :] if value.startswith(prefix) else value
+    return check_raw_id(raw, schema.level(level).id_field)
 
 
 class Writer:
@@ -77,43 +147,13 @@ class Writer:
         call twice stores one document); ``at`` (ISO 8601, default now) is its ``updated_at``.
         A leaf that does not exist yet is created when ``parent`` (its seat's raw id) and
         ``name`` are given; given for an existing leaf they update it (a move, a rename)."""
-        raw = self._raw(leaf, self.schema.leaf.name)
-        at = at or now_iso()
-        if doc_id is None:
-            digest = hashlib.sha256(f"{raw}\n{at}\n{text}".encode()).hexdigest()[:16]
-            doc_id = f"{raw}-{digest}"
-        changes: list[dict] = []
-        if parent is not None or name is not None:
-            if parent is None or name is None:
-                raise ChangeError.saying(
-                    f"to create or update {leaf}, give both its parent and its name "
-                    "(nothing was written)"
-                )
-            leaf_level = self.schema.leaf
-            parent_field = self.schema.parent(leaf_level.name).id_field
-            record = {leaf_level.id_field: raw, parent_field: parent, "name": name}
-            if "updated_at" in self.schema.fields(leaf_level.name):
-                record["updated_at"] = at
-            changes.append({"op": "upsert", "level": leaf_level.name, "record": record})
-        document = {
-            "doc_id": doc_id,
-            self.schema.leaf.id_field: raw,
-            "kind": kind,
-            "text": text,
-            "updated_at": at,
-        }
-        changes.append({"op": "upsert", "level": DOCUMENT, "record": document})
+        changes, doc_id = remember_changes(self.schema, leaf, text, kind, doc_id, at, name, parent)
         return self.apply(changes, source="remember", wait=wait) | {"doc_id": doc_id}
 
     def forget(self, target: str, wait: str = "leaf") -> dict:
         """Erase a document (its doc id) or a node and its subtree (``<level>:<id>``), from
         every store, and rebuild what held it."""
-        level, _, raw = target.partition(":")
-        if raw and self.schema.has(level):
-            node = parse_node_id(target, self.schema)
-            change = {"op": "delete", "level": node.level, "id": node.raw}
-        else:
-            change = {"op": "delete", "level": DOCUMENT, "id": target}
+        change = forget_change(self.schema, target)
         return self.apply([change], source="forget", wait=wait)
 
     def apply(
@@ -131,11 +171,6 @@ class Writer:
         return report.as_dict() | {"through": "direct"}
 
     # -- helpers ---------------------------------------------------------------------------
-    def _raw(self, value: str, level: str) -> str:
-        prefix = f"{level}:"
-        raw = value[len(prefix) :] if value.startswith(prefix) else value
-        return check_raw_id(raw, self.schema.level(level).id_field)
-
     def _through(self, url: str, changes: list[Change], source: str, wait: str) -> dict:
         body = {
             "changes": [c.as_dict() for c in changes],
@@ -166,10 +201,17 @@ def ask_service(url: str, question: str, scope: str, contexts: bool = False) -> 
     return out
 
 
-def auth_headers() -> dict[str, str]:
-    """The API token of ``$HLTM_TOKEN`` as a request header (none if it is unset)."""
-    token = os.environ.get("HLTM_TOKEN")
+def auth_headers(url: str | None = None) -> dict[str, str]:
+    """The API token of ``$HLTM_TOKEN`` as a request header; without one, the key of the
+    service at ``url`` if :func:`service_url` found it (none otherwise)."""
+    token = service_token(url)
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def service_token(url: str | None = None) -> str | None:
+    """What this process sends the service at ``url``: ``$HLTM_TOKEN``, else the service's
+    key if :func:`service_url` found it."""
+    return os.environ.get("HLTM_TOKEN") or _KEYS.get(url or "")
 
 
 def post_json(url: str, path: str, body: dict, timeout: float) -> tuple[int, dict]:
@@ -178,7 +220,7 @@ def post_json(url: str, path: str, body: dict, timeout: float) -> tuple[int, dic
     request = urllib.request.Request(
         url + path,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", **auth_headers()},
+        headers={"Content-Type": "application/json", **auth_headers(url)},
         method="POST",
     )
     try:

@@ -168,7 +168,7 @@ def test_a_writing_token_writes_only_under_its_scope(home):
     with service(home) as (_, url):
         for changes in refused:
             status, out, raw = call(url, "/v1/changes", writer, {"changes": changes})
-            assert status == 404 and out["error"].startswith("no node "), (changes, out)
+            assert status == 404 and out["error"].endswith(" in this scope"), (changes, out)
             assert not any(word in raw for word in BEN if word != b"p3-d0")
         made = [dict(new_project, record=new_project["record"] | {"seat_id": "ana"})]
         status, out, _ = call(url, "/v1/changes", writer, {"changes": [*made, doc("n4", "p9")]})

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hltm_assets.cli.common import print_json
+from hltm_assets.cli.common import CliError, print_json
 from hltm_resources.config import Settings
 
 
@@ -630,6 +630,12 @@ def bench_live(**kwargs) -> dict:
     return run(**kwargs)
 
 
+def bench_serve(**kwargs) -> dict:
+    from hltm_assets.cli.bench_serve import bench_serve as run
+
+    return run(**kwargs)
+
+
 def bench_dagster(**kwargs) -> dict:
     from hltm_assets.cli.bench_dagster import bench_dagster as run
 
@@ -645,6 +651,7 @@ BENCHMARKS = {
     "incremental": bench_incremental,
     "load": bench_load,
     "scale": bench_scale,
+    "serve": bench_serve,
 }
 
 
@@ -672,6 +679,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             seconds=args.seconds,
             clients=args.clients,
             burst=args.burst,
+        )
+    elif args.which == "serve":
+        if not args.home:
+            raise CliError("hltm bench serve needs --home: a built home of hltm bench live/scale")
+        result = run(
+            home=args.home,
+            readers=args.readers,
+            writers=args.writers,
+            seconds=args.seconds,
+            think=args.think,
         )
     elif args.which == "dagster":
         result = run(trials=args.trials, home=args.home, seed=args.seed)
@@ -703,6 +720,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     live.add_argument("--seconds", type=float, default=60.0, help="how long they are sustained")
     live.add_argument("--clients", type=int, default=4, help="clients sharing that rate")
     live.add_argument("--burst", type=int, default=1000, help="writes sent at once")
+    serve = p.add_argument_group("serve (also --home, --seconds; on a copy: it writes)")
+    serve.add_argument("--readers", type=int, default=50, help="clients asking questions")
+    serve.add_argument("--writers", type=int, default=4, help="clients remembering notes")
+    serve.add_argument(
+        "--think", type=float, default=0.0, help="mean seconds between a reader's questions"
+    )
     dagster = p.add_argument_group("dagster (also --home: a built home instead of the demo's)")
     dagster.add_argument("--trials", type=int, default=5, help="launches per setting")
     distributed = p.add_argument_group("distributed (also --leaves, --home)")

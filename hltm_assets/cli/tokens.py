@@ -20,7 +20,7 @@ def node_exists(settings, node_id: str) -> bool:
     url = service_url(settings)
     if url is not None:
         quoted = urllib.parse.quote(node_id, safe="")
-        request = urllib.request.Request(f"{url}/v1/nodes/{quoted}", headers=auth_headers())
+        request = urllib.request.Request(f"{url}/v1/nodes/{quoted}", headers=auth_headers(url))
         try:
             with urllib.request.urlopen(request, timeout=30):
                 return True

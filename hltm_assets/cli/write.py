@@ -104,6 +104,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from hltm_assets.server import run_stdio
+
+    settings = settings_of(args)
+    if settings.distributed:
+        raise CliError(
+            "hltm mcp serves one home's memory (through its hltm serve, or in this process); "
+            "the distributed deployment has no memory service yet"
+        )
+    run_stdio(settings)
+    return 0
+
+
 def _wait_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--wait",
@@ -147,3 +160,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "in process and its materializations reported (0: always)",
     )
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser(
+        "mcp",
+        help="serve the memory's MCP tools over stdin/stdout (for an MCP client's config); "
+        "through the running hltm serve if there is one, scoped by $HLTM_TOKEN",
+    )
+    p.set_defaults(func=cmd_mcp)

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hltm_resources.engines.base import Analysis, Answer, Finding, RetrievedContext
+from hltm_resources.engines.base import (
+    Analysis,
+    Answer,
+    ContextItem,
+    Finding,
+    RetrievedContext,
+)
 from hltm_resources.engines.vocabulary import MULTI_KEYS, key_label, same_value_key
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import humanize_key, join_human
+from hltm_resources.text import content_tokens, humanize_key, join_human
 
 #: Findings of more nodes than this are listed by count first.
 SHOWN_NODES = 12
@@ -58,6 +64,36 @@ def _source(f: Finding) -> str:
     docs = f", from {', '.join(f.source_ids)}" if f.source_ids else ""
     quote = f' ("{f.quote}")' if f.quote and f.quote != f.value else ""
     return f"{where}{docs}{quote}"
+
+
+#: Passages quoted when no fact answers a question.
+CLOSEST_SHOWN = 2
+
+
+def _stem(token: str) -> str:
+    """A token without a plural or third-person ``s`` ("prefers" ~ "prefer")."""
+    return (
+        token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
+    )
+
+
+def _closest_passages(context: RetrievedContext) -> list[ContextItem]:
+    """The retrieved passages that share most of the question's content words (at least
+    one), best first: quoted, never restated, when no fact answers the question."""
+    asked = {_stem(t) for t in content_tokens(context.question)}
+    if not asked:
+        return []
+    scored = []
+    for rank, item in enumerate(context.evidence):
+        shared = asked & {_stem(t) for t in content_tokens(item.text)}
+        if shared:
+            scored.append((-len(shared), rank, item))
+    return [item for *_, item in sorted(scored, key=lambda s: s[:2])[:CLOSEST_SHOWN]]
+
+
+def _passage_source(item: ContextItem) -> str:
+    docs = ", ".join(item.source_ids)
+    return f"{docs}, {item.node_id}" if docs else item.node_id
 
 
 def _by_node(findings: list[Finding]) -> dict[str, list[Finding]]:
@@ -105,6 +141,18 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
         checked = [m.node_id for m in context.matches or []][:SHOWN_NODES]
         if schema.is_leaf(context.scope.split(":", 1)[0]):
             checked = [context.scope]
+        # A known attribute that no facet or passage states is unstated; a question about
+        # anything else is shown the passages that share its words.
+        closest = _closest_passages(context) if analysis.asked_key is None else []
+        if closest:
+            quoted = "; ".join(f'"{p.text}" ({_passage_source(p)})' for p in closest)
+            return Answer(
+                f"Memory holds no {_asked(analysis)} as a fact here; the passages closest to "
+                f"the question: {quoted}.",
+                tuple(dict.fromkeys(p.node_id for p in closest)),
+                "No facet or passage states the answer as a fact; the retrieved passages "
+                "sharing the question's words are quoted for a person to judge.",
+            )
         if not checked:
             return Answer(
                 f"Nothing under {context.scope} states the {_asked(analysis)} asked for.",
