@@ -321,7 +321,14 @@ class MemoryService:
         if report.deleted or report.emptied:
             complete_erasures(self.settings)
             self.memory.saw_write()
-        self._build(accepted, report.leaves)
+        # Documents written (none deleted): the build replaces the rows of the nodes it builds
+        # and nothing else, so questions elsewhere keep the rows they read (Memory.writing).
+        in_place = not (report.deleted or report.emptied) and all(
+            change.level == DOCUMENT and change.op == "upsert"
+            for ticket in accepted
+            for change in ticket.changes
+        )
+        self._build(accepted, report.leaves, in_place=in_place)
 
     def node(self, node_id: str) -> dict | None:
         """A node as the source of truth describes it now (id, level, name, parent, path)."""
@@ -373,7 +380,9 @@ class MemoryService:
             self._ids = SotIds(con, self.schema)
             self._topology = read_topology(con, self.schema)
 
-    def _build(self, tickets: list[Ticket], leaves: Sequence[str] = ()) -> None:
+    def _build(self, tickets: list[Ticket], leaves: Sequence[str] = (), in_place=False) -> None:
+        """Build the dirty leaves and their ancestors. ``in_place``: only documents were
+        written, so the build replaces the rows of the nodes it builds and nothing else."""
         self._dirty.update(leaves)
         leaf = self.schema.leaf.name
 
@@ -387,9 +396,11 @@ class MemoryService:
         built = sorted(self._dirty)
         try:
             plan = self.indexer.plan_for(built, topology=self._topology)
-            self._index(plan, after_level)
+            with self._announced(plan if in_place else None):
+                self._index(plan, after_level)
             clear_pending(self.settings, built)
         except Exception as exc:  # noqa: BLE001 - the service goes on with the last good memory
+            self.memory.saw_write()
             self.stats["build_failures"] += 1
             self.last_error = f"build failed: {type(exc).__name__}: {exc}"
             traceback.print_exc()
@@ -406,6 +417,21 @@ class MemoryService:
         for ticket in tickets:
             ticket.reach("root")
         self._built_seq = self._seq  # batches are applied and built in order
+
+    def _announced(self, plan):
+        """Around the build of ``plan``: tells the service's Memory which nodes' rows it
+        replaces (``Memory.writing``), when it replaces rows and nothing else; otherwise
+        (``plan`` None, or nodes to purge) nothing is announced, and every scope reads its
+        rows again after it."""
+        if plan is None or plan.purge or plan.orphan_vectors:
+            return contextlib.nullcontext()
+        paths = [
+            found.path
+            for items in plan.build.values()
+            for item in items
+            if (found := self._topology.node(item.node_id)) is not None
+        ]
+        return self.memory.writing(paths)
 
     def _index(self, plan, after_level=None):
         from hltm_assets.runner import run_index
@@ -428,6 +454,7 @@ class MemoryService:
     def _tidy(self) -> None:
         try:
             self.indexer.vectors.tidy(when_needed=True)
+            self.memory.saw_write()
         except Exception as exc:  # noqa: BLE001 - compaction can wait for the next idle time
             self.last_error = f"tidying the vector tables failed: {type(exc).__name__}: {exc}"
         self._untidy = False

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 import uuid
 import warnings
 import weakref
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -131,6 +134,12 @@ def _written(key: str, value: str) -> tuple[str, ...]:
 #: k=2 let unrelated facets dilute leaves with one exact match and lost recall; with it, k=1 and
 #: k=2 score the same on the hiring benchmark (BENCHMARKS.md), and 1 is the simpler default.
 DEFAULT_FACET_TOP_K = 1
+#: Writes announced to a Memory (:meth:`Memory.writing`) remembered per table; past them
+#: every scope reads its rows again.
+MAX_ANNOUNCED_WRITES = 256
+#: How long the tree's facet values (those outside a question's scope) may lag announced
+#: writes; the scope's own are always read at the version its last write made.
+TREE_VOCAB_TTL_S = 5.0
 #: How stale a long-lived Memory may be: it looks for new table versions this often.
 READ_CONSISTENCY = timedelta(seconds=2)
 #: Seconds a reader of a shared lake (the distributed deployment) keeps the set of nodes being
@@ -358,8 +367,19 @@ class Memory:
         self._value_sets = ValueSetCache()
         self._key_vectors: dict[str, np.ndarray] = {}  # description text -> vector
         self._tree_vocab: tuple[int, dict[str, list[str]], dict[str, str]] | None = None
+        self._tree_vocab_at = 0.0
         self._leaves: dict[tuple, tuple[weakref.ref, weakref.ref, ScopeLeaves]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        #: Rows read for a scope stay in use across writes elsewhere: per view, the versions
+        #: written inside :meth:`writing` blocks with the paths of the nodes they replaced,
+        #: the version before the first of them, and the version last seen.
+        self._touched: dict[str, list[tuple[int, frozenset[str]]]] = {}
+        self._base: dict[str, int] = {}
+        self._seen: dict[str, int] = {}
+        #: The paths the writer of this process is replacing now (None: not writing, or
+        #: anything may change).
+        self._writing: frozenset[str] | None = None
+        self._tracking = threading.Lock()
         self._erasing_stamp: tuple | None = None
         self._erasing_nodes: dict[str, str] = {}
         self.log_queries = log_queries
@@ -438,7 +458,7 @@ class Memory:
                         f"with ({setting_for_model(model)}) or rebuild it"
                     )
             self._vectors = store
-            self._retriever = Retriever(store, self.settings.schema)
+            self._retriever = Retriever(store, self.settings.schema, self.scope_version)
         return self._vectors
 
     @property
@@ -449,7 +469,8 @@ class Memory:
 
     def catalog(self) -> dict[str, tuple[str, str, str, int]]:
         """node id -> (level, path, name, leaf count) of every built node."""
-        version = self.vectors.version("summaries")
+        # Announced writes rebuild nodes in place: no node comes, goes, moves or is renamed.
+        version = self._scope_version("summaries", None)
         if self._catalog is None or self._catalog[0] != version:
             rows = self.vectors.scan(
                 "summaries", ["node_id", "level", "path", "name", "leaf_count"]
@@ -465,7 +486,7 @@ class Memory:
     def _labeled(self) -> bool:
         """Whether the vector tables carry scope labels (see ``Scope.where``); asked once
         per version of the summaries table."""
-        version = self.vectors.version("summaries")
+        version = self._scope_version("summaries", None)
         if self._labels is None or self._labels[0] != version:
             self._labels = (version, self.vectors.has_scope_labels())
         return self._labels[1]
@@ -495,7 +516,13 @@ class Memory:
         then the rest of the tree's, so a constraint the scope does not hold is still read
         (and matches nothing); an alias's values join its key's (cached per scope and
         table version)."""
-        cache_key = (scope.node_id, where, self.vectors.version("facets"))
+        tree, aliases = self._tree_vocabulary()
+        cache_key = (
+            scope.node_id,
+            where,
+            self._scope_version("facets", scope.path),
+            self._tree_vocab[0],
+        )
         if cache_key in self._vocab:
             return self._vocab[cache_key]
         rows = self.retriever.rows("facets", where, scope.node_id)
@@ -519,7 +546,6 @@ class Memory:
         values: dict[str, list[str]] = {}
         for (k, v), _ in sorted(support.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
             values.setdefault(k, []).append(v)
-        tree, aliases = self._tree_vocabulary()
         outside: dict[str, frozenset[str]] = {}
         for key, known in tree.items():
             have = values.setdefault(key, [])
@@ -554,7 +580,15 @@ class Memory:
         """Every facet value of the tree per key, and the keys that are aliases (cached per
         table version)."""
         version = self.vectors.version("facets")
+        if self._tree_vocab is not None and self._tree_vocab[0] != version:
+            # Announced writes (Memory.writing): the scopes they touched read their own
+            # values afresh; the rest of the tree's values (what a question may name outside
+            # its scope) is read again at most every TREE_VOCAB_TTL_S.
+            fresh = time.monotonic() - self._tree_vocab_at < TREE_VOCAB_TTL_S
+            if fresh and self._tree_vocab[0] >= self._scope_version("facets", None):
+                version = self._tree_vocab[0]
         if self._tree_vocab is None or self._tree_vocab[0] != version:
+            self._tree_vocab_at = time.monotonic()
             # Distinct pairs in Arrow first: the table holds every node's facets.
             table = self.vectors.scan("facets", ["key", "value"]).group_by(["key", "value"])
             table = table.aggregate([])
@@ -604,6 +638,62 @@ class Memory:
         if self._vectors is not None:
             self._vectors.forget_versions()
 
+    @contextmanager
+    def writing(self, paths: Iterable[str]):
+        """Around a write of this process that replaces the rows of the nodes at ``paths``
+        and nothing else (no node comes, goes, moves or is renamed): rows read for a scope
+        holding none of them stay in use. Every version written outside such a block has
+        every scope read its rows again."""
+        with self._tracking:
+            self._writing = frozenset(paths)
+        try:
+            yield
+        finally:
+            self.saw_write()
+            with self._tracking:
+                if self._vectors is not None:
+                    for view in TABLES:  # the versions it wrote, before it ends
+                        self._observe(view)
+                self._writing = None
+
+    def _observe(self, view: str) -> None:
+        """Take note of the version of ``view`` (under ``_tracking``)."""
+        current = self.vectors.version(view)
+        seen = self._seen.get(view)
+        if seen == current:
+            return
+        history = self._touched.setdefault(view, [])
+        if seen is None or self._writing is None or len(history) >= MAX_ANNOUNCED_WRITES:
+            history.clear()  # not announced (or too many): every scope reads afresh
+            self._base[view] = current
+        else:
+            history.append((current, self._writing))
+        self._seen[view] = current
+
+    def scope_version(self, view: str, node_id: str) -> int:
+        """:meth:`_scope_version` of the built node ``node_id`` (the table's current version
+        for a node not built yet)."""
+        entry = self.catalog().get(node_id)
+        if entry is None:
+            return self.vectors.version(view)
+        return self._scope_version(view, entry[1])
+
+    def _scope_version(self, view: str, path: str | None) -> int:
+        """The version of ``view`` that rows read for the scope at ``path`` are kept under:
+        the last version a :meth:`writing` block inside the scope made, or the one before
+        every such block. ``path`` None: the one before every such block (what they leave as
+        it was: which nodes exist, their names and paths)."""
+        with self._tracking:
+            self._observe(view)
+            found = self._base[view]
+            if path is None:
+                return found
+            inside = path + "/"
+            for version, paths in self._touched[view]:
+                if path in paths or any(p.startswith(inside) for p in paths):
+                    found = version
+            return found
+
     def refresh(self) -> None:
         """Forget the open tables and everything read from them (the next call reopens)."""
         self._vectors = None
@@ -613,6 +703,10 @@ class Memory:
         self._tree_vocab = None
         self._vocab.clear()
         self._leaves.clear()
+        with self._tracking:
+            self._touched.clear()
+            self._base.clear()
+            self._seen.clear()
 
     def _retrieve(
         self,
@@ -919,8 +1013,8 @@ class Memory:
         cache_key = (
             scope.node_id,
             where,
-            self.vectors.version("facets"),
-            self.vectors.version("evidence"),
+            self._scope_version("facets", scope.path),
+            self._scope_version("evidence", scope.path),
         )
         # Kept while the retriever keeps the rows it was read from (weakly held: the
         # retriever's cache bounds both).

@@ -399,15 +399,30 @@ def ranked_sources(context: RetrievedContext, schema: TreeSchema) -> list[str]:
 class Retriever:
     """Runs the three retrievers against a :class:`VectorStore`, caching scopes' rows."""
 
-    def __init__(self, vectors: VectorStore, schema: TreeSchema):
+    def __init__(
+        self,
+        vectors: VectorStore,
+        schema: TreeSchema,
+        scope_version: Callable[[str, str], int] | None = None,
+    ):
         self.vectors = vectors
         self.schema = schema
+        #: The version a scope's rows are kept under, given the view and the scope's node id
+        #: (``Memory.scope_version``: rows of a scope no write touched outlive other scopes'
+        #: writes); default the table's current version.
+        self._scope_version = scope_version
         self._cache: OrderedDict[tuple, ViewRows | TextFacets | pa.Table | None] = OrderedDict()
         self._held = 0  # vectors the cache holds (see MAX_HELD_ROWS)
         self._asked: dict[tuple, None] = {}  # large scopes searched once (see _rows_of_nodes)
         self._counts: dict[tuple, int] = {}  # rows per (view, filter, version)
         self._pending: dict[tuple, Future] = {}  # cache entries being made (see _once)
         self._lock = threading.Lock()
+
+    def version(self, view: str, scope_key: str) -> int:
+        """The version the rows of the scope ``scope_key`` (a node id) are cached under."""
+        if self._scope_version is None:
+            return self.vectors.version(view)
+        return self._scope_version(view, scope_key)
 
     def rows(self, view: str, where: str, scope_key: str) -> ViewRows | None:
         """All rows of ``view`` in scope (cached per table version), or None when too many."""
@@ -424,7 +439,7 @@ class Retriever:
     ) -> ViewRows | None:
         """The scope's rows of ``view`` (``columns``, else all the retrievers read), or None
         when there are more than ``limit``."""
-        version = self.vectors.version(view)
+        version = self.version(view, scope_key)
         columns = list(columns or COLUMNS[view])
 
         def read() -> tuple[ViewRows | None, bool]:
@@ -511,7 +526,7 @@ class Retriever:
         Each distinct text's vector is read from its first row, by the row ids of the scan;
         should the table change in between (row ids hold for one version), what is read is
         not what was scanned, nothing is kept and None is returned."""
-        version = self.vectors.version("facets")
+        version = self.version("facets", scope_key)
         key = ("facets", scope_key, where, version, TextFacets)
         return self._once(key, lambda: self._read_text_facets(where, scope_key, version))
 
@@ -522,7 +537,7 @@ class Retriever:
         Cached on its own, and counted against ``MAX_HELD_ROWS`` both here and in the
         :class:`TextFacets` that shares its buffers."""
         if version is None:
-            version = self.vectors.version("facets")
+            version = self.version("facets", scope_key)
 
         def read() -> tuple[pa.Table | None, bool]:
             if self._count("facets", where, version) > MAX_TEXT_FACET_ROWS:
@@ -574,7 +589,7 @@ class Retriever:
 
         A scope's rows are kept from its second question on: reading them all costs the
         first question of a scope asked only once more than scanning for those it needs."""
-        asked = (view, scope_key, where, self.vectors.version(view))
+        asked = (view, scope_key, where, self.version(view, scope_key))
         held = None
         if asked in self._asked:
             held = self.held_rows(view, where, scope_key)

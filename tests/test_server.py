@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,6 +30,7 @@ from tests.test_live import ROOT, hltm, service
 
 pytestmark = pytest.mark.slow
 
+QUESTION = "Where are the jobs usually located?"
 #: What only other scopes hold (their ids, names, places and words): none may reach ana.
 ELSEWHERE = (
     "bruno",
@@ -160,6 +162,61 @@ def test_remember_then_ask_then_forget_over_http(home):
             "/v1/ask", json={"question": "Who needs a forklift licence?", "scope": "project:p2"}
         ).json()
         assert "forklift" not in asked["answer"]
+
+
+def test_writes_elsewhere_leave_a_scopes_answers_alone_and_each_write_is_read_where_it_landed(
+    home,
+):
+    """Rows a question read for a scope stay in use while writes land in other scopes, and
+    every scope holding a write reads it at once (leaf, seat, account)."""
+    with service(home) as (_, url), httpx.Client(base_url=url, timeout=120) as http:
+
+        def ask(question: str, scope: str) -> dict:
+            reply = http.post("/v1/ask", json={"question": question, "scope": scope})
+            assert reply.status_code == 200, reply.text
+            return reply.json()
+
+        where = "Where are the jobs usually located?"
+        before = ask(where, "seat:ana")
+        for n, word in enumerate(("kiln", "lathe", "sextant")):
+            note = {"text": f"The hiring manager wants {word} experience.", "leaf": "project:p3"}
+            assert http.post("/v1/remember", json=note | {"kind": f"call{n}"}).status_code == 200
+            assert ask(where, "seat:ana")["answer"] == before["answer"]  # untouched: the same
+            asked = f"Who wants {word} experience?"
+            assert note["text"] in ask(asked, "project:p3")["answer"]  # the leaf, at once
+            assert note["text"] not in ask(asked, "seat:ana")["answer"]  # not written there
+        status = http.post(
+            "/v1/remember", json={"text": "Candidates need kiln experience.", "leaf": "project:p1"}
+        )
+        assert status.status_code == 200
+        assert "project:p1" in ask("Who wants kiln experience?", "seat:ana")["references"]
+        for _ in range(100):  # the account is built within seconds of the leaf
+            found = ask("Who wants sextant experience?", "account:acme")
+            if "sextant" in found["answer"]:
+                break
+            time.sleep(0.2)
+        assert "sextant" in found["answer"] and found["references"] == ["project:p3"]
+
+
+def test_the_inspector_pages_are_served_too_each_request_shown_its_tokens_scope(home):
+    reader = token(home, "seat:ana")
+    with service(home) as (_, url), httpx.Client(base_url=url, timeout=120) as http:
+        top = http.get("/")  # loopback without a token: the whole tree
+        assert top.status_code == 200 and "Globex" in top.text and "<script" not in top.text
+        assert top.headers["content-security-policy"].startswith("default-src 'none'")
+        seat = http.get("/", headers=bearer(reader))  # a token: its scope node's page
+        assert seat.status_code == 200 and "Ana" in seat.text
+        assert not [w for w in ELSEWHERE if w in seat.text.lower()]
+        outside = http.get("/node/seat:bruno", headers=bearer(reader))
+        nowhere = http.get("/node/seat:nobody", headers=bearer(reader))
+        assert outside.status_code == nowhere.status_code == 404
+        assert masked(outside.text, "seat:bruno") == masked(nowhere.text, "seat:nobody")
+        asked = http.get(
+            "/ask", params={"scope": "seat:ana", "q": QUESTION}, headers=bearer(reader)
+        )
+        assert asked.status_code == 200 and "Lisbon" in asked.text
+        refused = http.get("/", headers=bearer("hltm_00000000_forged"))
+        assert refused.status_code == 401 and "Bearer" in refused.text
 
 
 # -- MCP ----------------------------------------------------------------------------------------

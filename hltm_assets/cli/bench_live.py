@@ -44,6 +44,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _summary(values: list[float]) -> dict:
+    if not values:  # JSON has no NaN
+        return {"n": 0, "p50_s": None, "p95_s": None, "max_s": None, "mean_s": None}
     return {
         "n": len(values),
         "p50_s": round(_pct(values, 0.5), 3),

@@ -78,8 +78,9 @@ def _stem(token: str) -> str:
 
 
 def _closest_passages(context: RetrievedContext) -> list[ContextItem]:
-    """The retrieved passages that share most of the question's content words (at least
-    one), best first: quoted, never restated, when no fact answers the question."""
+    """The retrieved passages that share the most of the question's content words (at
+    least one; retrieval's order among equals): quoted, never restated, when no fact answers
+    the question."""
     asked = {_stem(t) for t in content_tokens(context.question)}
     if not asked:
         return []
@@ -88,7 +89,9 @@ def _closest_passages(context: RetrievedContext) -> list[ContextItem]:
         shared = asked & {_stem(t) for t in content_tokens(item.text)}
         if shared:
             scored.append((-len(shared), rank, item))
-    return [item for *_, item in sorted(scored, key=lambda s: s[:2])[:CLOSEST_SHOWN]]
+    best = min((s[0] for s in scored), default=0)
+    ranked = sorted((s for s in scored if s[0] == best), key=lambda s: s[1])
+    return [item for *_, item in ranked[:CLOSEST_SHOWN]]
 
 
 def _passage_source(item: ContextItem) -> str:
