@@ -479,45 +479,60 @@ def serve(
     max_runs: int = MAX_RUNS,
 ) -> None:
     """Run the service over HTTP until interrupted; ``<home>/service.json`` says where."""
+    service = MemoryService(settings, max_runs=max_runs)
+    sock = bound_socket(host, port)  # from now on a client's connection waits in the backlog
+    with service.running(), published(service, sock, host) as (server, url):
+        if on_ready is not None:
+            on_ready(url)
+        server.run(sockets=[sock])
+
+
+def bound_socket(host: str, port: int):
+    """A listening socket on ``host``:``port`` (0: any free port)."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
+@contextlib.contextmanager
+def published(service: MemoryService, sock, host: str):
+    """The application over the running ``service`` as a uvicorn server for ``sock`` (not
+    started: ``server.run(sockets=[sock])``), and its URL, announced in
+    ``<home>/service.json`` until the block ends."""
     import json
     import os
     import secrets
-    import socket
 
     import uvicorn
 
     from hltm_assets.server import build_app
 
-    service = MemoryService(settings, max_runs=max_runs)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)  # from now on a client's connection waits in the backlog, never refused
-    bound = sock.getsockname()[1]
-    where = settings.home / SERVICE_FILE
-    with service.running():
-        # Loopback without a token stays open for development; any other address needs one.
-        loopback = host in ("127.0.0.1", "localhost", "::1")
-        home_key = secrets.token_urlsafe(32)
-        app = build_app(service, tokens_required=not loopback, host=host, home_key=home_key)
-        config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=5
-        )
-        server = uvicorn.Server(config)
-        url = f"http://{host}:{bound}"
-        # Readable by the home's owner only: the key lets this user's own commands (hltm
-        # remember, ask, token create) through without a token, as loopback lets everyone.
-        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps({"url": url, "pid": os.getpid(), "key": home_key}) + "\n")
-        if on_ready is not None:
-            on_ready(url)
-        try:
-            server.run(sockets=[sock])
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                if json.loads(where.read_text()).get("pid") == os.getpid():
-                    where.unlink()
+    # Loopback without a token stays open for development; any other address needs one.
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    home_key = secrets.token_urlsafe(32)
+    app = build_app(service, tokens_required=not loopback, host=host, home_key=home_key)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=5
+    )
+    server = uvicorn.Server(config)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+    where = service.settings.home / SERVICE_FILE
+    # Readable by the home's owner only: the key lets this user's own commands (hltm
+    # remember, ask, token create, mcp) through without a token, as loopback lets everyone.
+    fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"url": url, "pid": os.getpid(), "key": home_key}) + "\n")
+    try:
+        yield server, url
+    finally:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if json.loads(where.read_text()).get("pid") == os.getpid():
+                where.unlink()
 
 
 def dagster_build(settings: Settings):

@@ -293,8 +293,14 @@ def test_mcp_over_stdio_runs_the_service_itself_within_its_tokens_scope(home):
                 "recall", {"question": "Where?", "scope": "seat:bruno"}
             )
             assert outside.is_error and "in this scope" in tool_text(outside)
+            # It holds the home's writer lock, so it serves the home as `hltm serve` would:
+            # the owner's own commands reach memory through it meanwhile.
+            assert (home / "service.json").exists()
+            asked = await asyncio.to_thread(hltm, home, "ask", QUESTION, "--scope", "seat:ana")
+            assert asked.returncode == 0 and "Lisbon" in asked.stdout, asked.stderr
 
     asyncio.run(run())
+    assert not (home / "service.json").exists()
 
 
 def test_mcp_over_stdio_goes_through_a_running_service(home):
@@ -310,7 +316,8 @@ def test_mcp_over_stdio_goes_through_a_running_service(home):
         async def run() -> None:
             async with Client(params, read_timeout_seconds=300) as client:
                 browsed = json.loads(tool_text(await client.call_tool("browse", {})))
-                assert browsed["node_id"] == "project:p1"  # the token's scope, from the service
+                # No node: the token's scope node's memory, as the service decides it.
+                assert browsed["node_id"] == "project:p1" and "documents" in browsed
                 refused = await client.call_tool("remember", {"text": "A note."})
                 assert refused.is_error and "only read" in tool_text(refused)
 
@@ -437,6 +444,7 @@ def test_bad_requests_get_a_4xx_that_says_what_to_send_never_a_traceback(home):
                 (http.post("/v1/ask", json=[1, 2]), "JSON object"),
                 (http.post("/v1/ask", json={"question": 5}), "question must be a string"),
                 (http.post("/v1/ask", json={"question": big}), "at most 4,000"),
+                (http.post("/v1/ask", content=b" " * (9 << 20)), "send at most"),
                 (http.post("/v1/search", json={"query": "x", "limit": 0}), "limit must be"),
                 (http.get("/v1/tree", params={"depth": "deep"}), "depth must be"),
                 (http.post("/v1/remember", json={"text": "A note."}), "only read"),

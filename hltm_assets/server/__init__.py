@@ -97,12 +97,15 @@ def run_stdio(settings: Settings) -> None:
     """Serve the MCP tools over this process's stdin and stdout until stdin closes.
 
     With the home's memory service running, each call goes to it over HTTP with
-    ``$HLTM_TOKEN`` (it decides the scope); otherwise this process runs the service itself
-    (it holds the home's writer lock meanwhile) and ``$HLTM_TOKEN``, if set, is checked
-    here and bounds every call."""
+    ``$HLTM_TOKEN`` (it decides the scope). Otherwise this process runs the service itself,
+    listening on a free loopback port as ``hltm serve`` would (so other commands and other
+    ``hltm mcp`` go through it), and ``$HLTM_TOKEN``, if set, is checked here and bounds
+    every call of this client."""
+    import threading
+
     import anyio
 
-    from hltm_assets.service import MemoryService
+    from hltm_assets.service import MemoryService, bound_socket, published
     from hltm_resources.stores.tokens import verify_token
     from query.writer import service_token, service_url
 
@@ -118,10 +121,20 @@ def run_stdio(settings: Settings) -> None:
         return
     caller = Caller.of(verify_token(settings, token)) if token else Caller()
     service = MemoryService(settings)
+    sock = bound_socket("127.0.0.1", 0)
     with contextlib.ExitStack() as stack:
         with _stdout_to_stderr():  # what the service prints as it starts misses the wire
             stack.enter_context(service.running())
-        serve(Operations(service), caller)
+            http, _ = stack.enter_context(published(service, sock, "127.0.0.1"))
+        thread = threading.Thread(
+            target=http.run, kwargs={"sockets": [sock]}, name="hltm-http", daemon=True
+        )
+        thread.start()
+        try:
+            serve(Operations(service), caller)
+        finally:
+            http.should_exit = True
+            thread.join(timeout=30)
 
 
 @contextlib.contextmanager

@@ -60,6 +60,9 @@ def caller_of(
 
 
 async def json_body(request: Request) -> dict:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before it is read
+        raise ApiError(413, f"the body is {int(declared):,} bytes: send at most {MAX_BODY_BYTES:,}")
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise ApiError(413, f"the body is {len(raw):,} bytes: send at most {MAX_BODY_BYTES:,}")
@@ -249,8 +252,9 @@ ENDPOINTS = (
     Endpoint(
         "get",
         "/v1/nodes/{node_id}",
-        "A node's memory: summary, facets with support, QA pairs, children, documents",
-        params={"node_id*": _NODE},
+        "A node's memory: summary, facets with support, QA pairs, children, documents "
+        "(no id: the token's scope node, or the top of the tree)",
+        params={"node_id": _NODE},
     ),
     Endpoint(
         "get",

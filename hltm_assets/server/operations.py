@@ -481,9 +481,8 @@ class ServiceClient:
         return self._ok(await self._call("POST", "/v1/search", body))
 
     async def browse(self, caller, node_id=None) -> dict:
-        if node_id in (None, ""):
-            return self._ok(await self._call("GET", "/v1/tree", None))
-        path = "/v1/nodes/" + urllib.parse.quote(str(node_id), safe=":@")
+        # No node: the token's scope node (or the top of the tree), as Operations.browse.
+        path = "/v1/nodes/" + urllib.parse.quote(str(node_id or ""), safe=":@")
         return self._ok(await self._call("GET", path, None))
 
     async def remember(self, caller, text, leaf=None, kind=None) -> tuple[int, dict]:

@@ -9,6 +9,7 @@ York")". It cites the nodes whose memory holds what it states, and only those.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from hltm_resources.engines.base import (
     Analysis,
@@ -19,7 +20,7 @@ from hltm_resources.engines.base import (
 )
 from hltm_resources.engines.vocabulary import MULTI_KEYS, key_label, same_value_key
 from hltm_resources.schema import TreeSchema
-from hltm_resources.text import content_tokens, humanize_key, join_human
+from hltm_resources.text import content_tokens, humanize_key, join_human, sentences
 
 #: Findings of more nodes than this are listed by count first.
 SHOWN_NODES = 12
@@ -78,20 +79,38 @@ def _stem(token: str) -> str:
 
 
 def _closest_passages(context: RetrievedContext) -> list[ContextItem]:
-    """The retrieved passages that share the most of the question's content words (at
-    least one; retrieval's order among equals): quoted, never restated, when no fact answers
-    the question."""
+    """The retrieved passages that share the most of what the question is about (its
+    content words but those of what it asks for), each word weighted by how few of the
+    retrieved passages hold it; at least one word shared, retrieval's order among equals:
+    quoted, never restated, when no fact answers the question."""
     asked = {_stem(t) for t in content_tokens(context.question)}
+    # What the question asks for ("the notes say", "needs") frames it; the rest is what it
+    # is about, and what a passage must share.
+    framing = context.analysis.asked_phrase if context.analysis else ""
+    about = asked - {_stem(t) for t in content_tokens(framing or "")}
+    asked = about or asked
     if not asked:
         return []
-    scored = []
-    for rank, item in enumerate(context.evidence):
-        shared = asked & {_stem(t) for t in content_tokens(item.text)}
-        if shared:
-            scored.append((-len(shared), rank, item))
-    best = min((s[0] for s in scored), default=0)
+    held = [asked & {_stem(t) for t in content_tokens(item.text)} for item in context.evidence]
+    holding = {word: sum(word in words for words in held) for word in asked}
+    scored = [
+        (round(sum(1 / holding[w] for w in words), 6), rank, item)
+        for rank, (words, item) in enumerate(zip(held, context.evidence, strict=True))
+        if words
+    ]
+    best = max((s[0] for s in scored), default=0)
     ranked = sorted((s for s in scored if s[0] == best), key=lambda s: s[1])
-    return [item for *_, item in ranked[:CLOSEST_SHOWN]]
+    return [_the_sentences(item, held[rank]) for _, rank, item in ranked[:CLOSEST_SHOWN]]
+
+
+def _the_sentences(item: ContextItem, words: set[str]) -> ContextItem:
+    """``item`` cut to its sentences that hold ``words`` (the whole passage if none does)."""
+    kept = [
+        sentence
+        for sentence in sentences(item.text)
+        if words & {_stem(t) for t in content_tokens(sentence)}
+    ]
+    return replace(item, text=" … ".join(kept)) if kept else item
 
 
 def _passage_source(item: ContextItem) -> str:
@@ -150,8 +169,7 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
         if closest:
             quoted = "; ".join(f'"{p.text}" ({_passage_source(p)})' for p in closest)
             return Answer(
-                f"Memory holds no {_asked(analysis)} as a fact here; the passages closest to "
-                f"the question: {quoted}.",
+                f"No stored fact answers this; what the documents say closest to it: {quoted}.",
                 tuple(dict.fromkeys(p.node_id for p in closest)),
                 "No facet or passage states the answer as a fact; the retrieved passages "
                 "sharing the question's words are quoted for a person to judge.",
