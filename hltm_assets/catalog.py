@@ -26,7 +26,14 @@ from hltm_resources.stores.vectors import TABLES
 ROOT = Path(__file__).resolve().parents[1]
 OWNERS = ["team:hltm"]
 #: The SQL views of the memory, one row per node (the first) or per item of a view.
-VIEWS = ("memory_nodes", "memory_facets", "memory_qa", "memory_summaries", "memory_evidence")
+VIEWS = (
+    "memory_nodes",
+    "memory_facets",
+    "memory_facet_history",
+    "memory_qa",
+    "memory_summaries",
+    "memory_evidence",
+)
 
 
 @functools.cache

@@ -216,11 +216,11 @@ class MemoryService:
         self._queue.put(ticket)
         return ticket
 
-    def ask(self, question: str, scope: object):
+    def ask(self, question: str, scope: object, as_of: str | None = None):
         """:meth:`Memory.ask` on the memory as the last batch left it (one question at a time:
         a :class:`Memory` keeps per-scope caches that are not shared between threads)."""
         with self.asking:
-            return self.memory.ask(question, scope)
+            return self.memory.ask(question, scope, as_of=as_of)
 
     def retrieve(self, question: str, scope: str, k: int = 10):
         """:meth:`Memory.retrieve` (no answer, no log): the top ``k`` items of each view."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hltm_resources.build.indexer import StaleTopologyError
 from hltm_resources.config import ConfigError, DeploymentError
+from hltm_resources.dates import AsOfError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.ids import InvalidIdError
 from hltm_resources.stores.changes import ChangeError
@@ -27,6 +28,7 @@ class QuestionError(ValueError):
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
+    AsOfError,
     ChangeError,
     ConfigError,
     DeploymentError,

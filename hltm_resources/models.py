@@ -29,6 +29,12 @@ class Facet:
     value: str
     support: int
     source_ids: tuple[str, ...]
+    #: When it became true: the date of the first of the leaf's documents from which memory
+    #: holds it (ISO, :func:`hltm_resources.dates.instant`; "" at parents, or undated).
+    valid_from: str = ""
+    #: When it stopped being true: the date of the document that replaced it ("" while it
+    #: holds; only facts of :attr:`Memory.history` have one).
+    valid_to: str = ""
 
     @property
     def text(self) -> str:
@@ -93,6 +99,9 @@ class Memory:
     summary: Summary
     leaf_count: int = 1
     evidence: tuple[Passage, ...] = ()
+    #: (leaves) Facts that held once and were replaced by a later document, each with its
+    #: ``valid_from`` and ``valid_to``: history, not errors (``facets`` are what holds now).
+    history: tuple[Facet, ...] = ()
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
     def canonical(self) -> dict:
@@ -105,6 +114,7 @@ class Memory:
             "qa": [asdict(q) | {"source_ids": list(q.source_ids)} for q in self.qa],
             "summary": asdict(self.summary) | {"source_ids": list(self.summary.source_ids)},
             "evidence": [asdict(p) for p in self.evidence],
+            "history": [asdict(f) | {"source_ids": list(f.source_ids)} for f in self.history],
         }
 
     def content_hash(self) -> str:

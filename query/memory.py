@@ -22,6 +22,7 @@ import numpy as np
 
 from hltm_resources.build.erasure import GONE, pending_erasures
 from hltm_resources.config import Settings
+from hltm_resources.dates import as_of_date
 from hltm_resources.embedding import Embedder, make_embedder, setting_for_model
 from hltm_resources.engines import (
     MemoryAgents,
@@ -32,7 +33,14 @@ from hltm_resources.engines import (
     make_agents,
 )
 from hltm_resources.engines.aliases import as_written, value_aliases
-from hltm_resources.engines.base import Analysis, ContextItem, Finding, LeafMatch, ParsedQuery
+from hltm_resources.engines.base import (
+    Analysis,
+    Answer,
+    ContextItem,
+    Finding,
+    LeafMatch,
+    ParsedQuery,
+)
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
 from hltm_resources.engines.understanding import COUNTRY_KEY, REJECTION_WORDS, analyze
 from hltm_resources.engines.vocabulary import (
@@ -56,6 +64,7 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
+from query.as_of import answer_as_of
 from query.citations import why_cited
 from query.findings import (
     OFFERED,
@@ -219,9 +228,12 @@ class AskResult:
     #: constraints it met (by facet or by a document), the facts it holds, or the view that
     #: retrieved it.
     reasons: dict[str, list[dict]] = field(default_factory=dict)
+    #: The instant the answer is as of (None: now).
+    as_of: str | None = None
 
     def as_dict(self) -> dict:
         return {
+            "as_of": self.as_of,
             "question": self.question,
             "scope": self.scope,
             "answer": self.answer,
@@ -1344,15 +1356,48 @@ class Memory:
 
     # -- answering -----------------------------------------------------------------------
     def ask(
-        self, question: str, scope: str, query_id: str | None = None, **retrieve_kwargs: object
+        self,
+        question: str,
+        scope: str,
+        query_id: str | None = None,
+        as_of: str | None = None,
+        **retrieve_kwargs: object,
     ) -> AskResult:
-        """Retrieve, answer with the engine, keep only in-scope citations, log the query."""
+        """Retrieve, answer with the engine, keep only in-scope citations, log the query.
+
+        ``as_of`` (a date, ``2026-03-02`` or ``2026-03-02T09:30``): answer with the facts
+        that held then (:mod:`query.as_of`) instead of what holds now."""
+        if as_of is not None:
+            as_of = as_of_date(as_of)  # a date this cannot read fails before any work
         usage0 = self.agents.usage.snapshot()
         retrieval = self.retrieve(question, scope, **retrieve_kwargs)  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        answer = self.agents.answer(retrieval.context)
+        if as_of is None:
+            answer = self.agents.answer(retrieval.context)
+            allowed = retrieval.context.node_ids()
+        else:
+            context = retrieval.context
+
+            def read_now() -> tuple[str, list[str], list[str]]:
+                now = self.agents.answer(context)
+                refs = [r for r in dict.fromkeys(now.references) if r in context.node_ids()]
+                held = [f for f in (*context.findings, *context.mentioned) if f.node_id in refs]
+                return now.answer, refs, sorted({s for f in held for s in f.source_ids})
+
+            then = answer_as_of(
+                self.settings,
+                context.analysis,
+                retrieval.scope.node_id,
+                retrieval.scope.name,
+                retrieval.scope.path,
+                self.settings.schema.is_leaf(retrieval.scope.level),
+                as_of,
+                read_now,
+                self._tree_vocabulary()[1],
+            )
+            answer = Answer(then.answer, tuple(then.references), f"facts that held at {as_of}")
+            allowed = set(then.references)
         answer_ms = (time.perf_counter() - t0) * 1000
-        allowed = retrieval.context.node_ids()
         references = [r for r in dict.fromkeys(answer.references) if r in allowed]
         usage1 = self.agents.usage.snapshot()
         timings = dict(
@@ -1387,7 +1432,8 @@ class Memory:
                 else None,
             },
             retrieved=retrieval.context,
-            reasons=why_cited(references, retrieval.context),
+            reasons=why_cited(references, retrieval.context) if as_of is None else then.reasons,
+            as_of=as_of,
         )
         if self.log_queries:
             self._pending.append(

@@ -91,6 +91,16 @@ def read_facets(con, node_id: str) -> list[tuple[str, str, int, list[str]]]:
     ).fetchall()
 
 
+def read_history(con, node_id: str) -> list[tuple[str, str, list[str], str, str]]:
+    """(key, value, source ids, valid from, valid to) of the facts a leaf held once and a
+    later document replaced, earliest first."""
+    return con.execute(
+        "SELECT key, value, source_ids, coalesce(valid_from, ''), valid_to FROM mem_history "
+        "WHERE node_id = ? ORDER BY key, valid_from, ord",
+        [node_id],
+    ).fetchall()
+
+
 def read_qa(con, node_id: str) -> list[tuple[str, str, list[str]]]:
     return con.execute(
         "SELECT question, answer, source_ids FROM mem_qa WHERE node_id = ? ORDER BY ord",

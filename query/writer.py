@@ -186,13 +186,15 @@ class Writer:
         return out | {"through": url}
 
 
-def ask_service(url: str, question: str, scope: str, contexts: bool = False) -> dict:
+def ask_service(
+    url: str, question: str, scope: str, contexts: bool = False, as_of: str | None = None
+) -> dict:
     """Ask the memory service at ``url`` (what :meth:`Memory.ask` returns, as a dict;
     ``contexts``: with the retrieved context). :class:`ScopeError`-like refusals come back as
     :class:`QuestionError`."""
     from hltm_resources.errors import QuestionError
 
-    body = {"question": question, "scope": scope, "contexts": contexts}
+    body = {"question": question, "scope": scope, "contexts": contexts, "as_of": as_of}
     status, out = post_json(url, "/v1/ask", body, timeout=120.0)
     if status == 400:
         raise QuestionError(out.get("error", "the memory service refused the question"))

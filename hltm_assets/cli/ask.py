@@ -39,7 +39,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return _ask_json(settings, args)
     if not args.question or not args.scope:
         raise CliError("ask needs a question and --scope NODE (or --queries FILE --out FILE)")
-    result = _ask(settings, args.question, args.scope, contexts=False)
+    result = _ask(settings, args.question, args.scope, contexts=False, as_of=args.as_of)
     print(result["answer"])
     print(f"references: {', '.join(result['references']) or '(none)'}")
     t = result["timings"]
@@ -50,7 +50,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask(settings, question: str, scope: str, contexts: bool = True) -> dict:
+def _ask(
+    settings, question: str, scope: str, contexts: bool = True, as_of: str | None = None
+) -> dict:
     """The answer as a dict: from the home's memory service when one runs (it holds the
     DuckDB file; another process could not open it), else from memory read here."""
     from query import Memory
@@ -58,9 +60,9 @@ def _ask(settings, question: str, scope: str, contexts: bool = True) -> dict:
 
     url = service_url(settings)
     if url is not None:
-        return ask_service(url, question, scope, contexts=contexts)
+        return ask_service(url, question, scope, contexts=contexts, as_of=as_of)
     with Memory(settings) as mem:
-        return mem.ask(question, scope=scope).as_dict()
+        return mem.ask(question, scope=scope, as_of=as_of).as_dict()
 
 
 def _ask_json(settings, args: argparse.Namespace) -> int:
@@ -71,7 +73,7 @@ def _ask_json(settings, args: argparse.Namespace) -> int:
     try:
         if not args.question or not args.scope:
             raise CliError("ask needs a question and --scope NODE")
-        result = _ask(settings, args.question, args.scope)
+        result = _ask(settings, args.question, args.scope, as_of=args.as_of)
     except (CliError, *USER_ERRORS) as exc:
         return _json_error(args, exc, EXIT_USAGE)
     except Exception as exc:  # an engine or store failure: still one JSON object
@@ -97,6 +99,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer a question from memory, scoped to a node")
     p.add_argument("question", nargs="?")
     p.add_argument("--scope", help="a node id, e.g. account:<id>, seat:<id> or project:<id>")
+    p.add_argument(
+        "--as-of",
+        metavar="DATE",
+        help="answer with what was true then (2026-03-02 or 2026-03-02T09:30), not now",
+    )
     p.add_argument("--json", action="store_true", help="answer, references, contexts, timings")
     p.add_argument("--queries", help="JSONL with query_id, scope, question per line")
     p.add_argument("--out", help="JSONL answers for --queries")

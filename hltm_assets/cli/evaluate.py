@@ -23,6 +23,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _answers(args, settings, show)
     if args.benchmark == "memory":
         return _memory(args, settings)
+    if args.benchmark == "time":
+        return _time(args, settings)
     from query.evaluation.reports.public import markdown
     from query.evaluation.runners.public import run_public
 
@@ -121,15 +123,25 @@ def _memory(args: argparse.Namespace, settings) -> int:
     return 0
 
 
+def _time(args: argparse.Namespace, settings) -> int:
+    from query.evaluation.runners.time import eval_time, markdown
+
+    home = settings.home / "eval" / f"time-{args.seed}-{args.split}"
+    out = eval_time(settings.with_home(home), args.seed, args.split)
+    print_json(out) if args.json else print(markdown(out))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate HLTM against baselines on a benchmark")
     p.add_argument(
         "--benchmark",
-        choices=["hiring", "answers", "memory", "locomo", "longmemeval"],
+        choices=["hiring", "answers", "memory", "time", "locomo", "longmemeval"],
         default="hiring",
         help="hiring: generated queries against the baselines; answers: hand-written questions "
         "scored on whether the answer states the fact; memory: stored leaf facts against the "
-        "generator's truth; locomo / longmemeval: public sets (--data)",
+        "generator's truth; time: current and as-of questions on a world whose projects "
+        "moved; locomo / longmemeval: public sets (--data)",
     )
     p.add_argument(
         "--data",

@@ -105,7 +105,11 @@ def api_routes(ops: Operations, caller_of: Callable[[object], Caller]) -> list[R
     async def ask(request: Request, caller: Caller):
         data = await json_body(request)
         return await ops.ask(
-            caller, data.get("question"), data.get("scope"), bool(data.get("contexts"))
+            caller,
+            data.get("question"),
+            data.get("scope"),
+            bool(data.get("contexts")),
+            data.get("as_of"),
         )
 
     async def search(request: Request, caller: Caller):
@@ -204,6 +208,10 @@ ENDPOINTS = (
             "question*": ("string", "at most 4,000 characters"),
             "scope": _NODE,
             "contexts": ("boolean", "also return the retrieved context"),
+            "as_of": (
+                "string",
+                "a date (2026-03-02 or 2026-03-02T09:30): answer with what was true then",
+            ),
         },
     ),
     Endpoint(

@@ -35,7 +35,8 @@ def _described(schema: TreeSchema) -> dict[str, str]:
         "recall": (
             "Answer a question from memory, within a node of your scope (default: your "
             "token's scope node). Returns the answer and the node ids it cites, with their "
-            f"names. Example scope: '{root.name}:<id>' or '{leaf.name}:<id>'."
+            f"names. Example scope: '{root.name}:<id>' or '{leaf.name}:<id>'. With as_of "
+            "(a date, 2026-03-02), it answers with what was true then, not what is true now."
         ),
         "search": (
             "The memory items a question retrieves within a node of your scope, scored per "
@@ -94,8 +95,10 @@ def memory_server(
         return out
 
     @server.tool(description=said["recall"])
-    async def recall(question: str, ctx: Context, scope: str | None = None) -> dict:
-        out = await call(ctx, ops.ask, question, scope)
+    async def recall(
+        question: str, ctx: Context, scope: str | None = None, as_of: str | None = None
+    ) -> dict:
+        out = await call(ctx, ops.ask, question, scope, False, as_of)
         names = await _names(ctx, out.get("references", []))
         return {
             "answer": out["answer"],

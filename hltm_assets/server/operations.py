@@ -24,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from hltm_resources.dates import as_of_date
 from hltm_resources.errors import USER_ERRORS
 from hltm_resources.stores import database
 from hltm_resources.stores.changes import DOCUMENT, ChangeError, parse_changes
@@ -32,6 +33,7 @@ from query.memory import MAX_QUESTION_CHARS
 from query.nodes import (
     MAX_LISTED,
     read_facets,
+    read_history,
     read_leaf_documents,
     read_node,
     read_qa,
@@ -128,7 +130,12 @@ class MemoryOperations(Protocol):
     """What the MCP tools call; :class:`Operations` and :class:`ServiceClient` implement it."""
 
     async def ask(
-        self, caller: Caller, question: object, scope: object = None, contexts: bool = False
+        self,
+        caller: Caller,
+        question: object,
+        scope: object = None,
+        contexts: bool = False,
+        as_of: object = None,
     ) -> dict: ...
 
     async def search(
@@ -175,11 +182,20 @@ class Operations:
 
     # -- reads -----------------------------------------------------------------------------
     async def ask(
-        self, caller: Caller, question: object, scope: object = None, contexts: bool = False
+        self,
+        caller: Caller,
+        question: object,
+        scope: object = None,
+        contexts: bool = False,
+        as_of: object = None,
     ) -> dict:
         question = text_arg(question, "question", MAX_QUESTION_CHARS)
         where = self.scope_of(caller, scope)
-        result = await asyncio.to_thread(self._user_errors, self.service.ask, question, where)
+        if as_of is not None:
+            as_of = self._user_errors(as_of_date, as_of)
+        result = await asyncio.to_thread(
+            self._user_errors, self.service.ask, question, where, as_of
+        )
         out = result.as_dict()
         if not contexts:
             out.pop("contexts", None)
@@ -418,6 +434,7 @@ class Operations:
             summary = read_summary(con, node_id)
             facets = read_facets(con, node_id)
             qa = read_qa(con, node_id)
+            history = read_history(con, node_id) if is_leaf else []
             documents = read_leaf_documents(con, schema, info.raw_id) if is_leaf else []
         leaf_count = built.leaf_count if built else 0
         out["built"] = (
@@ -442,6 +459,17 @@ class Operations:
             for key, value, support, sources in facets
             if is_leaf or key != schema.leaf_count_key
         ]
+        if is_leaf:  # what held once and a later document replaced
+            out["history"] = [
+                {
+                    "key": key,
+                    "value": value,
+                    "source_ids": list(sources),
+                    "valid_from": since or None,
+                    "valid_to": until,
+                }
+                for key, value, sources, since, until in history
+            ]
         out["qa"] = [
             {"question": q, "answer": a, "source_ids": list(sources)} for q, a, sources in qa
         ]
@@ -472,8 +500,8 @@ class ServiceClient:
         self.token = token
         self.timeout_s = timeout_s
 
-    async def ask(self, caller, question, scope=None, contexts=False) -> dict:
-        body = {"question": question, "scope": scope, "contexts": contexts}
+    async def ask(self, caller, question, scope=None, contexts=False, as_of=None) -> dict:
+        body = {"question": question, "scope": scope, "contexts": contexts, "as_of": as_of}
         return self._ok(await self._call("POST", "/v1/ask", body))
 
     async def search(self, caller, query, scope=None, limit=None) -> dict:

@@ -52,7 +52,8 @@ from hltm_resources.stores.vectors import (
     vector_matrix,
 )
 
-INPUT_HASH_VERSION = 1
+#: Bump when what a node's memory holds changes for every engine (2: facts with validity).
+INPUT_HASH_VERSION = 2
 #: Nodes built, embedded and written together. Each chunk adds one fragment to every LanceDB
 #: table and every write first deletes the chunk's old rows, a search through the fragments
 #: written so far: few large chunks keep a first build linear in its leaves (at 100k leaves,

@@ -11,8 +11,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from hltm_resources.dates import instant
 from hltm_resources.models import Document, Facet, Memory, NodeInfo, QAPair, Summary
 from hltm_resources.schema import DEFAULT_SCHEMA, TreeSchema
 
@@ -75,6 +76,17 @@ def node_usage() -> Iterator[Usage]:
         yield usage
     finally:
         _NODE_USAGE.reset(token)
+
+
+def dated(facets: Sequence[Facet], docs: Sequence[Document]) -> list[Facet]:
+    """``facets``, each holding from the earliest date of its sources among ``docs`` (its
+    own ``valid_from`` when it has one)."""
+    when = {d.doc_id: instant(d.updated_at) for d in docs}
+    out = []
+    for f in facets:
+        dates = [when[s] for s in f.source_ids if when.get(s)]
+        out.append(replace(f, valid_from=f.valid_from or min(dates, default="")))
+    return out
 
 
 @dataclass(frozen=True)
@@ -352,12 +364,33 @@ class MemoryAgents(ABC):
     ) -> Memory:
         """A parent's memory from its children's memories."""
 
-    def build_leaf(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> Memory:
-        """A leaf's memory: facets, then QA pairs and summary."""
+    def facet_timeline(
+        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
+    ) -> tuple[list[Facet], list[Facet]]:
+        """A leaf's facts that hold now, each with when it became true, and the facts that
+        held once and a later document replaced (each with ``valid_from`` and ``valid_to``).
+
+        This default reads the documents once: each fact holds from the earliest of its
+        sources, and nothing is history. An engine that can read the documents as they
+        stood at each date overrides it."""
         facets = self.extract_facets(node, docs, hints)
+        return dated(facets, docs), []
+
+    def build_leaf(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> Memory:
+        """A leaf's memory: facets (what holds now, and its history), then QA pairs and
+        summary of what holds now."""
+        facets, history = self.facet_timeline(node, docs, hints)
         qa = self.generate_qa(node, docs, facets, hints)
         summary = self.summarize(node, docs, facets, hints)
-        return Memory(node.node_id, node.level, tuple(facets), tuple(qa), summary, leaf_count=1)
+        return Memory(
+            node.node_id,
+            node.level,
+            tuple(facets),
+            tuple(qa),
+            summary,
+            leaf_count=1,
+            history=tuple(history),
+        )
 
     # -- serving -------------------------------------------------------------------------
     @abstractmethod

@@ -59,7 +59,10 @@ CREATE TABLE IF NOT EXISTS mem_nodes (
     leaf_count INTEGER NOT NULL, doc_count INTEGER NOT NULL, built_at TIMESTAMP NOT NULL);
 CREATE TABLE IF NOT EXISTS mem_facets (
     node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL,
-    support INTEGER NOT NULL, source_ids VARCHAR[] NOT NULL);
+    support INTEGER NOT NULL, source_ids VARCHAR[] NOT NULL, valid_from VARCHAR);
+CREATE TABLE IF NOT EXISTS mem_history (
+    node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL,
+    source_ids VARCHAR[] NOT NULL, valid_from VARCHAR, valid_to VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS mem_qa (
     node_id VARCHAR NOT NULL, ord INTEGER NOT NULL, question VARCHAR NOT NULL,
     answer VARCHAR NOT NULL, source_ids VARCHAR[] NOT NULL);
@@ -78,12 +81,18 @@ CREATE TABLE IF NOT EXISTS adapt_hints (
     version INTEGER NOT NULL, status VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL,
     approved_at TIMESTAMP, window_start TIMESTAMP, window_end TIMESTAMP, queries INTEGER,
     params VARCHAR, patterns VARCHAR NOT NULL, facets VARCHAR NOT NULL);
+ALTER TABLE mem_facets ADD COLUMN IF NOT EXISTS valid_from VARCHAR;
 CREATE OR REPLACE VIEW memory_nodes AS
     SELECT node_id, level, parent_id, path, input_hash, engine, built_at, name, memory_hash,
            embed_model, hints_version, leaf_count, doc_count
     FROM mem_nodes;
 CREATE OR REPLACE VIEW memory_facets AS
-    SELECT node_id, key, value, support, source_ids FROM mem_facets;
+    SELECT node_id, key, value, support, source_ids, NULLIF(valid_from, '') AS valid_from,
+           CAST(NULL AS VARCHAR) AS valid_to
+    FROM mem_facets;
+CREATE OR REPLACE VIEW memory_facet_history AS
+    SELECT node_id, key, value, source_ids, NULLIF(valid_from, '') AS valid_from, valid_to
+    FROM mem_history;
 CREATE OR REPLACE VIEW memory_qa AS
     SELECT node_id, question, answer, source_ids FROM mem_qa;
 CREATE OR REPLACE VIEW memory_summaries AS
@@ -275,7 +284,8 @@ def init_schema(path: Path | Lake, schema: TreeSchema) -> None:
         with connect(path, read_only=True) as con:
             if _recorded(con, "schema_version") is not None:
                 _check(path, con, schema)
-                return
+                if _current(con):
+                    return
     with connect(path) as con:
         con.execute(MEMORY_SCHEMA)
         con.execute(sot_ddl(schema))
@@ -283,6 +293,18 @@ def init_schema(path: Path | Lake, schema: TreeSchema) -> None:
             if _recorded(con, key) is None:
                 con.execute("INSERT INTO hltm_meta VALUES (?, ?)", [key, value])
         _check(path, con, schema)
+
+
+def _current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the memory tables have every column this HLTM writes (a home made before
+    facts had validity gets them, empty until its next index, at its next
+    :func:`init_schema`)."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'mem_facets' "
+        "AND column_name = 'valid_from'"
+    ).fetchone()[0]
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return bool(found) and "mem_history" in tables
 
 
 def _recorded(con: duckdb.DuckDBPyConnection, key: str) -> str | None:

@@ -13,6 +13,8 @@ from hltm_resources.models import Facet, Memory, NodeInfo, Passage, QAPair, Summ
 PASSAGE_FIELDS = tuple(f.name for f in fields(Passage))
 
 INVALIDATED = "invalidated"
+#: The tables holding what a node's memory says (``mem_nodes`` says what was built).
+MEMORY_TABLES = ("mem_facets", "mem_history", "mem_qa", "mem_summaries", "mem_evidence")
 #: The leaves a write changed and no build has taken since (journaled with the write, cleared
 #: once built): a writer killed in between leaves them for the next one, whose plan covers
 #: them too (:mod:`hltm_resources.build.writes`).
@@ -112,7 +114,12 @@ def write_memories(
             "built_at": pa.array([now] * len(items), pa.timestamp("us")),
         }
     )
-    facets = {"node_id": [], "ord": [], "key": [], "value": [], "support": [], "source_ids": []}
+    facets: dict[str, list] = {
+        c: [] for c in ("node_id", "ord", "key", "value", "support", "source_ids", "valid_from")
+    }
+    history: dict[str, list] = {
+        c: [] for c in ("node_id", "ord", "key", "value", "source_ids", "valid_from", "valid_to")
+    }
     qa = {"node_id": [], "ord": [], "question": [], "answer": [], "source_ids": []}
     summaries = {"node_id": [], "detailed": [], "concise": [], "source_ids": []}
     evidence: dict[str, list] = {c: [] for c in ("node_id", "ord", *PASSAGE_FIELDS)}
@@ -123,10 +130,14 @@ def write_memories(
         for i, f in enumerate(memory.facets):
             for col, val in zip(
                 facets,
-                (info.node_id, i, f.key, f.value, f.support, list(f.source_ids)),
+                (info.node_id, i, f.key, f.value, f.support, list(f.source_ids), f.valid_from),
                 strict=True,
             ):
                 facets[col].append(val)
+        for i, f in enumerate(memory.history):
+            row = (info.node_id, i, f.key, f.value, list(f.source_ids), f.valid_from, f.valid_to)
+            for col, val in zip(history, row, strict=True):
+                history[col].append(val)
         for i, q in enumerate(memory.qa):
             for col, val in zip(
                 qa, (info.node_id, i, q.question, q.answer, list(q.source_ids)), strict=True
@@ -142,6 +153,7 @@ def write_memories(
         "mem_facets": pa.table(
             facets, schema=_schema(facets, {"ord": pa.int32(), "support": pa.int32()})
         ),
+        "mem_history": pa.table(history, schema=_schema(history, {"ord": pa.int32()})),
         "mem_qa": pa.table(qa, schema=_schema(qa, {"ord": pa.int32()})),
         "mem_summaries": pa.table(summaries, schema=_schema(summaries, {})),
         "mem_evidence": pa.table(evidence, schema=_schema(evidence, {"ord": pa.int32()})),
@@ -177,7 +189,7 @@ def erase_rows(con, node_ids: Sequence[str], invalidate: Sequence[str] = ()) -> 
         con.execute("DELETE FROM mem_nodes WHERE node_id IN (SELECT unnest(?))", [ids])
     content = ids + inv
     if content:
-        for table in ("mem_facets", "mem_qa", "mem_summaries", "mem_evidence"):
+        for table in MEMORY_TABLES:
             con.execute(f"DELETE FROM {table} WHERE node_id IN (SELECT unnest(?))", [content])
     if inv:
         con.execute(
@@ -202,13 +214,21 @@ def read_memories(con, node_ids: Sequence[str], evidence: bool = True) -> dict[s
         ).fetchall()
     }
     facets: dict[str, list[Facet]] = {n: [] for n in nodes}
-    for n, k, v, s, src in con.execute(
-        "SELECT node_id, key, value, support, source_ids FROM mem_facets "
+    for n, k, v, s, src, since in con.execute(
+        "SELECT node_id, key, value, support, source_ids, valid_from FROM mem_facets "
         "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
         [ids],
     ).fetchall():
         if n in facets:
-            facets[n].append(Facet(k, v, s, tuple(src)))
+            facets[n].append(Facet(k, v, s, tuple(src), since or ""))
+    history: dict[str, list[Facet]] = {n: [] for n in nodes}
+    for n, k, v, src, since, until in con.execute(
+        "SELECT node_id, key, value, source_ids, valid_from, valid_to FROM mem_history "
+        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
+        [ids],
+    ).fetchall():
+        if n in history:
+            history[n].append(Facet(k, v, 1, tuple(src), since or "", until))
     qa: dict[str, list[QAPair]] = {n: [] for n in nodes}
     for n, q, a, src in con.execute(
         "SELECT node_id, question, answer, source_ids FROM mem_qa "
@@ -247,6 +267,7 @@ def read_memories(con, node_ids: Sequence[str], evidence: bool = True) -> dict[s
                 summaries[n],
                 leaf_count,
                 evidence=tuple(passages[n]),
+                history=tuple(history[n]),
             )
     return out
 

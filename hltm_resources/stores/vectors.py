@@ -78,6 +78,8 @@ _PAYLOAD: dict[str, list[pa.Field]] = {
         pa.field("value", pa.string()),
         pa.field("support", pa.int32()),
         pa.field("source_ids", pa.list_(pa.string())),
+        # When the fact became true (a leaf's; "" at parents): rows are what holds now.
+        pa.field("valid_from", pa.string()),
     ],
     "qa": [pa.field("answer", pa.string()), pa.field("source_ids", pa.list_(pa.string()))],
     "summaries": [
@@ -147,6 +149,7 @@ def _payloads(memory: Memory) -> dict[str, list[dict]]:
                 "value": f.value,
                 "support": f.support,
                 "source_ids": list(f.source_ids),
+                "valid_from": f.valid_from,
             }
             for f in memory.facets
         ],

@@ -25,6 +25,7 @@ from query.nodes import (
     read_build_run,
     read_document,
     read_facets,
+    read_history,
     read_leaf_documents,
     read_names,
     read_nodes,
@@ -136,6 +137,7 @@ def node_page(view: View, node_id: str) -> Page:
         active = load_active_hints(con).version
         facets = read_facets(con, node.node_id)
         qa = read_qa(con, node.node_id)
+        replaced = read_history(con, node.node_id)
         summary = read_summary(con, node.node_id)
         children = read_nodes(con, "parent_id = ?", [node.node_id])
         pending = read_pending_paths(con, schema)
@@ -166,6 +168,7 @@ def node_page(view: View, node_id: str) -> Page:
             "stale": stale(schema, node, pending, active),
             "summary": summary,
             "facets": facet_rows(schema, node, facets),
+            "replaced": replaced,
             "qa": qa,
             "children": [
                 (c, child_size(schema, c), stale(schema, c, pending, active))

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
+from hltm_resources.dates import instant
 from hltm_resources.engines.aliases import as_written, value_aliases
 from hltm_resources.engines.base import (
     Analysis,
@@ -21,13 +23,16 @@ from hltm_resources.engines.base import (
     ParsedQuery,
     RetrievedContext,
     ScopeVocabulary,
+    dated,
 )
 from hltm_resources.engines.extractive import patterns
 from hltm_resources.engines.extractive.documents import (
+    RawFacet,
     document_changes,
     document_facets,
     feedback_event,
     reconcile,
+    timeline,
 )
 from hltm_resources.engines.extractive.questions import answer_extractively, parse_question
 from hltm_resources.engines.understanding import parsed_query
@@ -54,7 +59,7 @@ from hltm_resources.text import (
 )
 
 #: Bump when templates or rules change: it is part of every node's input hash.
-EXTRACTIVE_VERSION = "extractive-v9"
+EXTRACTIVE_VERSION = "extractive-v10"
 MAX_LEAF_QA = 10
 MAX_PARENT_QA = 10
 MAX_VALUES_PER_KEY = 8
@@ -97,6 +102,12 @@ _PARENT_QA = {
 }
 
 
+def _raw_facets(docs: Sequence[Document]) -> dict[str, list[RawFacet]]:
+    """Each document's raw facets, in document id order (the order they are reconciled)."""
+    ordered = sorted(docs, key=lambda d: d.doc_id)
+    return {d.doc_id: [*document_facets(d), *document_changes(d)] for d in ordered}
+
+
 def distribution(
     facets: Sequence[Facet], key: str, total: int, leaves: str = "projects", limit: int = 5
 ) -> str:
@@ -117,9 +128,26 @@ class ExtractiveAgents(MemoryAgents):
     # -- leaves --------------------------------------------------------------------------
     def extract_facets(self, node: NodeInfo, docs: Sequence[Document], hints: Hints) -> list[Facet]:
         self.usage.add(engine_calls=1)
-        ordered = sorted(docs, key=lambda d: d.doc_id)
-        raw = [f for doc in ordered for f in (*document_facets(doc), *document_changes(doc))]
-        facets = reconcile(raw, emphasized=hints.facet_names)
+        return self._facets(docs, _raw_facets(docs), hints)
+
+    def facet_timeline(
+        self, node: NodeInfo, docs: Sequence[Document], hints: Hints
+    ) -> tuple[list[Facet], list[Facet]]:
+        """The facts of the documents as they stood at each of their dates
+        (:func:`~hltm_resources.engines.extractive.documents.timeline`): what holds now,
+        since when, and what a later document replaced."""
+        self.usage.add(engine_calls=1)
+        raw = _raw_facets(docs)
+        facets = self._facets(docs, raw, hints)
+        when = {d.doc_id: instant(d.updated_at) for d in docs}
+        since, history = timeline(raw, when, hints.facet_names)
+        facets = [replace(f, valid_from=since.get((f.key, fold(f.value)), "")) for f in facets]
+        return dated(facets, docs), history
+
+    def _facets(
+        self, docs: Sequence[Document], raw: dict[str, list[RawFacet]], hints: Hints
+    ) -> list[Facet]:
+        facets = reconcile([f for fs in raw.values() for f in fs], emphasized=hints.facet_names)
         if not facets:
             kinds = sorted({d.kind for d in docs})
             facets = [

@@ -941,3 +941,51 @@ def reconcile(
             sources = tuple(sorted({i.doc_id for i in items}))
             facets.append(Facet(key, display, 1, sources))
     return facets[:max_facets]
+
+
+#: The most dates a leaf's timeline reads its documents at (each is one reconciliation of
+#: the documents up to it). A leaf with more dates of documents stating facts reads the
+#: latest ones, and takes everything before them as of the earliest of those.
+MAX_TIMELINE_DATES = 120
+
+
+def timeline(
+    raw: dict[str, list[RawFacet]], when: dict[str, str], emphasized: Sequence[str] = ()
+) -> tuple[dict[tuple[str, str], str], list[Facet]]:
+    """A leaf's facts as its documents stood at each date: reconcile the documents dated up
+    to it (and the undated ones), date after date, as a rebuild on that day would.
+
+    ``raw``: each document's raw facets, in the order :func:`reconcile` reads them;
+    ``when``: each document's date (:func:`hltm_resources.dates.instant`, "" undated).
+
+    Returns, for each fact holding at the last date (by key and folded value), the date
+    since when it holds; and the facts that held once and stopped, each with
+    ``valid_from`` and ``valid_to``: replaced by another value of its key, or no longer
+    stated by any. A fact that only moved (another key now holds its value, the same place
+    is now written another way) or was written differently is not history."""
+    dates = sorted({when[d] for d, facts in raw.items() if facts and when.get(d)})
+    if len(dates) < 2:
+        return {}, []
+    dates = dates[-MAX_TIMELINE_DATES:]
+    opened: dict[tuple[str, str], tuple[str, Facet]] = {}
+    history: list[Facet] = []
+    for t in dates:
+        known = [f for d, facts in raw.items() if not when.get(d) or when[d] <= t for f in facts]
+        now = reconcile(known, max_facets=len(known) + 1, emphasized=emphasized)
+        held = {(f.key, fold(f.value)): f for f in now}
+        values_now = {fold(f.value) for f in now}
+        carried: dict[tuple[str, str], str] = {}
+        for ident, (start, old) in list(opened.items()):
+            if ident in held:
+                opened[ident] = (start, held[ident])
+                continue
+            del opened[ident]
+            same = [f for f in now if f.key == old.key and _same_value(old.key, f.value, old.value)]
+            if same:  # the same value, written another way: it holds on
+                carried[(same[0].key, fold(same[0].value))] = start
+            elif any(f.key == old.key for f in now) or fold(old.value) not in values_now:
+                history.append(replace(old, support=1, valid_from=start, valid_to=t))
+        for ident, f in held.items():
+            if ident not in opened:
+                opened[ident] = (carried.get(ident, t), f)
+    return {ident: start for ident, (start, _) in opened.items()}, history

@@ -361,6 +361,9 @@ class World:
     variety: str = "plain"
     #: Adversarial worlds: per project, what the generator hid, negated, distracted, misspelt.
     annotations: dict[str, dict] = field(default_factory=dict)
+    #: Per project whose location changed, the location an earlier requisition gave (dated
+    #: a year before the project's other documents).
+    superseded: dict[str, str] = field(default_factory=dict)
 
     def seat_account(self) -> dict[str, str]:
         return {s["seat_id"]: s["account_id"] for s in self.seats}
@@ -826,6 +829,8 @@ def _project(
         world.styles[account_id] if world.variety == "plain" else _account_row(account_id)[3]
     )
     docs, old_location, n_advance = _plain_documents(rng, truth, plain_style, date)
+    if old_location:
+        world.superseded[pid] = old_location
     if world.variety != "plain":
         docs = _adversarial_documents(world, truth, date, old_location, n_advance)
     for i, (kind, text, updated) in enumerate(docs):

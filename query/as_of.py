@@ -1,0 +1,244 @@
+"""What was true then: a question answered with the facts that held at a date.
+
+Every leaf fact carries when it became true and, once a later document replaced it, when it
+stopped (``valid_from`` / ``valid_to``, :meth:`MemoryAgents.facet_timeline`): the facts
+holding now are the leaf's facets, the ones replaced its history. As of a date, a leaf holds
+the facts whose validity covers it, which is what a rebuild from the documents dated up to
+then would hold. At a parent the answer counts its leaves' facts that held then (parents
+aggregate what holds now; their support counts are not history).
+
+The question is read as any question is (what it asks, the values it names); only the facts
+it is answered with differ. Nothing here writes, and nothing outside the scope is read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from hltm_resources.dates import as_of_date, instant, shown
+from hltm_resources.engines.base import Analysis
+from hltm_resources.engines.vocabulary import same_place
+from hltm_resources.stores import database
+from hltm_resources.text import fold, humanize_key, join_human, plural_s
+
+#: Facts listed for a leaf when the question names no attribute, and values per attribute at
+#: a parent.
+MAX_LISTED = 12
+
+
+@dataclass(frozen=True)
+class HeldFact:
+    """A leaf's fact with its validity (``valid_to`` "": it still holds)."""
+
+    node_id: str
+    key: str
+    value: str
+    source_ids: tuple[str, ...]
+    valid_from: str
+    valid_to: str
+
+    def held_at(self, moment: str) -> bool:
+        # Undated facts hold throughout: nothing says when they began.
+        return (not self.valid_from or self.valid_from <= moment) and (
+            not self.valid_to or self.valid_to > moment
+        )
+
+    def span(self) -> str:
+        since = f"since {shown(self.valid_from)}" if self.valid_from else "undated"
+        if not self.valid_to:
+            return f"{since}, still so"
+        return f"{since} until {shown(self.valid_to)}"
+
+    def reason(self) -> dict:
+        return {
+            "by": "fact",
+            "key": self.key,
+            "value": self.value,
+            "source_ids": list(self.source_ids),
+            "valid_from": self.valid_from or None,
+            "valid_to": self.valid_to or None,
+        }
+
+
+def leaf_facts(settings, path: str) -> tuple[dict[str, str], list[HeldFact]]:
+    """The leaves at or below ``path`` (node id -> name) and all their facts, current and
+    replaced, read in one connection (bound parameters only)."""
+    leaf = settings.schema.leaf.name
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        con.execute(
+            "CREATE TEMP TABLE as_of_leaves AS SELECT node_id, name FROM mem_nodes "
+            "WHERE level = ? AND input_hash <> 'invalidated' "
+            "AND (path = ? OR starts_with(path, ?))",
+            [leaf, path, path + "/"],
+        )
+        names = dict(con.execute("SELECT node_id, name FROM as_of_leaves").fetchall())
+        rows = con.execute(
+            "SELECT node_id, key, value, source_ids, coalesce(valid_from, ''), '' "
+            "FROM mem_facets JOIN as_of_leaves USING (node_id) "
+            "UNION ALL SELECT node_id, key, value, source_ids, coalesce(valid_from, ''), "
+            "valid_to FROM mem_history JOIN as_of_leaves USING (node_id) "
+            "ORDER BY 1, 2"
+        ).fetchall()
+    return names, [HeldFact(n, k, v, tuple(s), f, t) for n, k, v, s, f, t in rows]
+
+
+@dataclass
+class AsOfAnswer:
+    answer: str
+    references: list[str]
+    reasons: dict[str, list[dict]]
+    moment: str
+
+
+def answer_as_of(
+    settings,
+    analysis: Analysis | None,
+    scope_id: str,
+    scope_name: str,
+    scope_path: str,
+    at_leaf: bool,
+    as_of: object,
+    read_now: Callable[[], tuple[str, list[str], list[str]]] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> AsOfAnswer:
+    """The answer to a question read as ``analysis``, with the facts of the scope's leaves
+    that held at ``as_of`` (raises :class:`~hltm_resources.dates.AsOfError` for a date this
+    cannot read).
+
+    ``read_now``: the answer memory gives now, its references and the documents it is read
+    from. At a leaf whose facts do not hold what is asked, that answer stands as of the date
+    when every one of those documents is dated then or earlier (it was read from what
+    existed then): a value only a passage states has no validity of its own.
+
+    ``aliases``: keys the data shows to be another name of a canonical key (an export's
+    ``duty_station`` is a location): each fact is read under its canonical key."""
+    moment = as_of_date(as_of)
+    day = shown(moment.removesuffix("T23:59:59"))
+    names, facts = leaf_facts(settings, scope_path)
+    if aliases:
+        facts = [replace(f, key=aliases.get(f.key, f.key)) for f in facts]
+    label = f"{scope_name} ({scope_id})"
+    dated = [f.valid_from for f in facts if f.valid_from]
+    if not facts or (dated and len(dated) == len(facts) and min(dated) > moment):
+        first = f"; the earliest is from {shown(min(dated))}" if dated else ""
+        return AsOfAnswer(
+            f"Nothing is known of {label} as of {day}: no document of it is dated then or "
+            f"earlier{first}.",
+            [],
+            {},
+            moment,
+        )
+    held = [f for f in facts if f.held_at(moment)]
+    leaves_then = sorted({f.node_id for f in held})
+    key = analysis.asked_key if analysis else None
+    constraints = list(analysis.constraints) if analysis else []
+    # Leaves meeting every value the question names, by what they held then.
+    by_leaf: dict[str, list[HeldFact]] = defaultdict(list)
+    for f in held:
+        by_leaf[f.node_id].append(f)
+    meeting = [
+        n for n in leaves_then if all(_holds(by_leaf[n], c.key, c.value) for c in constraints)
+    ]
+    reasons: dict[str, list[dict]] = {}
+    if at_leaf:
+        node = scope_id
+        shown_facts = [f for f in by_leaf.get(node, []) if key is None or f.key == key]
+        if not shown_facts and read_now is not None:
+            said = _said_then(settings, read_now, moment)
+            if said is not None:
+                text, refs, reasons = said
+                return AsOfAnswer(f"As of {day}: {text}", refs, reasons, moment)
+        if not shown_facts:
+            what = humanize_key(key) if key else "fact"
+            return AsOfAnswer(
+                f"As of {day}, no {what} of {label} is stated in memory.", [], {}, moment
+            )
+        reasons[node] = [f.reason() for f in shown_facts[:MAX_LISTED]]
+        parts = [
+            f"{humanize_key(f.key)}: {f.value} ({f.span()}; {', '.join(f.source_ids)})"
+            for f in shown_facts[:MAX_LISTED]
+        ]
+        return AsOfAnswer(
+            f"As of {day}, {label} held " + "; ".join(parts) + ".", [node], reasons, moment
+        )
+    counted = meeting if constraints else leaves_then
+    if analysis is not None and analysis.form in ("list", "count") and constraints:
+        cited = counted[:MAX_LISTED]
+        for n in cited:
+            reasons[n] = [
+                f.reason() for f in by_leaf[n] if any(f.key == c.key for c in constraints)
+            ]
+        wanted = join_human(f"{humanize_key(c.key)} {c.value}" for c in constraints)
+        if not counted:
+            text = f"As of {day}, no {settings.schema.leaf.noun} of {label} held {wanted}."
+        else:
+            listed = join_human(f"{names.get(n, n)} ({n})" for n in cited)
+            more = f" and {len(counted) - len(cited)} more" if len(counted) > len(cited) else ""
+            many = plural_s(len(counted), settings.schema.leaf.noun)
+            text = f"As of {day}, {many} of {label} held {wanted}: {listed}{more}."
+        return AsOfAnswer(text, cited, reasons, moment)
+    keys = [key] if key else sorted({f.key for n in counted for f in by_leaf[n]})[:MAX_LISTED]
+    parts = []
+    for k in keys:
+        values = Counter()
+        shown_value: dict[str, str] = {}
+        for n in counted:
+            for folded in {fold(f.value) for f in by_leaf[n] if f.key == k}:
+                values[folded] += 1
+                shown_value.setdefault(
+                    folded, next(f.value for f in by_leaf[n] if fold(f.value) == folded)
+                )
+        if not values:
+            continue
+        top = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_LISTED]
+        parts.append(
+            f"{humanize_key(k)}: "
+            + "; ".join(f"{shown_value[v]} ({c} of {len(counted)})" for v, c in top)
+        )
+    if not parts:
+        what = humanize_key(key) if key else "fact"
+        return AsOfAnswer(f"As of {day}, no {what} of {label} is stated in memory.", [], {}, moment)
+    cited = counted[:MAX_LISTED]
+    for n in cited:
+        reasons[n] = [f.reason() for f in by_leaf[n] if f.key in keys]
+    return AsOfAnswer(
+        f"As of {day}, across {plural_s(len(counted), settings.schema.leaf.noun)} of {label}: "
+        + "; ".join(parts)
+        + ".",
+        cited,
+        reasons,
+        moment,
+    )
+
+
+def _said_then(
+    settings, read_now: Callable[[], tuple[str, list[str], list[str]]], moment: str
+) -> tuple[str, list[str], dict[str, list[dict]]] | None:
+    """What memory answers now, if every document it is read from is dated by ``moment``."""
+    text, refs, sources = read_now()
+    if not refs or not sources:
+        return None
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        dates = dict(
+            con.execute(
+                "SELECT doc_id, updated_at FROM sot_documents WHERE doc_id IN (SELECT unnest(?))",
+                [sources],
+            ).fetchall()
+        )
+    when = {d: instant(dates.get(d)) for d in sources}
+    if any(not w or w > moment for w in when.values()):
+        return None
+    reason = {"by": "evidence", "source_ids": sources, "dated": when}
+    return text, refs, {r: [reason] for r in refs}
+
+
+def _holds(facts: list[HeldFact], key: str, value: str | None) -> bool:
+    if value is None:
+        return any(f.key == key for f in facts)
+    return any(
+        f.key == key
+        and (fold(f.value) == fold(value) or (key == "location" and same_place(f.value, value)))
+        for f in facts
+    )
