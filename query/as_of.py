@@ -242,3 +242,114 @@ def _holds(facts: list[HeldFact], key: str, value: str | None) -> bool:
         and (fold(f.value) == fold(value) or (key == "location" and same_place(f.value, value)))
         for f in facts
     )
+
+
+def _read(settings, scope_path: str, aliases: dict[str, str] | None):
+    names, facts = leaf_facts(settings, scope_path)
+    if aliases:
+        facts = [replace(f, key=aliases.get(f.key, f.key)) for f in facts]
+    return names, facts
+
+
+def answer_when(
+    settings,
+    analysis: Analysis | None,
+    scope_id: str,
+    scope_name: str,
+    scope_path: str,
+    aliases: dict[str, str] | None = None,
+) -> AsOfAnswer | None:
+    """When a fact began or changed ("When did the role move to Berlin?", "When did the
+    location change?"): the validity of the facts of the attribute asked (or of the value
+    named), earliest first, with their documents. None when the question names no attribute
+    whose facts the scope's leaves hold (it is then asked as any question)."""
+    if analysis is None:
+        return None
+    named = [c for c in analysis.constraints if c.value]
+    key = analysis.asked_key or (named[0].key if named else None)
+    if key is None:
+        return None
+    value = next((c.value for c in named if c.key == key), None)
+    names, facts = _read(settings, scope_path, aliases)
+    timeline = [f for f in facts if f.key == key and (value is None or _holds([f], key, value))]
+    if not timeline:
+        return None
+    timeline.sort(key=lambda f: (f.node_id, f.valid_from or "", f.valid_to or "~"))
+    by_leaf: dict[str, list[HeldFact]] = defaultdict(list)
+    for f in timeline:
+        by_leaf[f.node_id].append(f)
+    # Each leaf holding the value named, with every value the attribute had there.
+    for node in list(by_leaf):
+        by_leaf[node] = sorted(
+            (f for f in facts if f.node_id == node and f.key == key),
+            key=lambda f: (f.valid_from or "", f.valid_to or "~"),
+        )
+    changed = {n: held for n, held in by_leaf.items() if len(held) > 1}
+    if len(by_leaf) > 1 and changed:  # at a parent: the leaves where it changed
+        by_leaf = changed
+    what = humanize_key(key)
+    parts, reasons = [], {}
+    for node, held in list(by_leaf.items())[:MAX_LISTED]:
+        steps = "; ".join(f"{f.value} {f.span()} ({', '.join(f.source_ids)})" for f in held)
+        parts.append(steps if node == scope_id else f"{names.get(node, node)} ({node}): {steps}")
+        reasons[node] = [f.reason() for f in held]
+    more = len(by_leaf) - len(parts)
+    tail = f"; and {more} more" if more > 0 else ""
+    head = f"The {what} of {scope_name} ({scope_id})"
+    text = f"{head}, by date: " + " | ".join(parts) + tail + "."
+    return AsOfAnswer(text, list(reasons), reasons, "")
+
+
+def answer_changes(
+    settings,
+    analysis: Analysis | None,
+    scope_id: str,
+    scope_name: str,
+    scope_path: str,
+    since: str,
+    aliases: dict[str, str] | None = None,
+) -> AsOfAnswer:
+    """What changed since ``since`` (a date): each fact a document dated after it replaced
+    or ended, with what replaced it, and how many facts were first stated after it (of the
+    attribute asked, if one is)."""
+    key = analysis.asked_key if analysis else None
+    names, facts = _read(settings, scope_path, aliases)
+    facts = [f for f in facts if key is None or f.key == key]
+    label = f"{scope_name} ({scope_id})"
+    successors: dict[tuple[str, str, str], list[HeldFact]] = defaultdict(list)
+    for f in facts:
+        if f.valid_from:
+            successors[(f.node_id, f.key, f.valid_from)].append(f)
+    changes: list[tuple[str, str, HeldFact, list[HeldFact]]] = []
+    replacing = set()
+    for f in facts:
+        if f.valid_to and f.valid_to > since:
+            after = successors.get((f.node_id, f.key, f.valid_to), [])
+            replacing.update(id(a) for a in after)
+            changes.append((f.valid_to, f.node_id, f, after))
+    changes.sort(key=lambda c: (c[0], c[1], c[2].key))
+    added = [f for f in facts if f.valid_from and f.valid_from > since and id(f) not in replacing]
+    day = shown(since)
+    if not changes and not added:
+        return AsOfAnswer(f"Nothing in {label} changed since {day}.", [], {}, since)
+    parts, reasons = [], defaultdict(list)
+    for when, node, old, new in changes[:MAX_LISTED]:
+        now = join_human(f"{n.value} ({', '.join(n.source_ids)})" for n in new) or "nothing"
+        parts.append(
+            f"on {shown(when)}, the {humanize_key(old.key)} of {names.get(node, node)} ({node}) "
+            f"went from {old.value} to {now}"
+        )
+        reasons[node] += [old.reason(), *(n.reason() for n in new)]
+    text = f"Since {day} in {label}: " + "; ".join(parts) if parts else f"Since {day} in {label}"
+    if len(changes) > MAX_LISTED:
+        text += f"; and {len(changes) - MAX_LISTED} more changes"
+    if added:
+        leaves = sorted({f.node_id for f in added})
+        noun = settings.schema.leaf.noun
+        text += (
+            f"{'; and ' if parts else ': '}{plural_s(len(added), 'fact')} first stated since "
+            f"then, in {plural_s(len(leaves), noun)}"
+        )
+        for node in leaves[: max(0, MAX_LISTED - len(reasons))]:
+            reasons[node] += [f.reason() for f in added if f.node_id == node]
+    return AsOfAnswer(text + ".", list(reasons), dict(reasons), since)

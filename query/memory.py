@@ -22,7 +22,7 @@ import numpy as np
 
 from hltm_resources.build.erasure import GONE, pending_erasures
 from hltm_resources.config import Settings
-from hltm_resources.dates import as_of_date
+from hltm_resources.dates import TimeAsked, as_of_date, instant, time_asked, time_window
 from hltm_resources.embedding import Embedder, make_embedder, setting_for_model
 from hltm_resources.engines import (
     MemoryAgents,
@@ -64,7 +64,7 @@ from hltm_resources.stores.vectors import (
     node_filter,
 )
 from hltm_resources.text import fold, humanize_key
-from query.as_of import answer_as_of
+from query.as_of import AsOfAnswer, answer_as_of, answer_changes, answer_when
 from query.citations import why_cited
 from query.findings import (
     OFFERED,
@@ -118,6 +118,24 @@ CACHED_SCOPE_LEAVES = 64
 #: How often a question is retried on the latest table versions when the one it read was
 #: removed under it (an erasure completing, a table rewritten).
 STALE_RETRIES = 3
+#: A question about what changed ("what changed since March", "anything new since ...").
+_CHANGED = re.compile(r"\b(?:chang\w*|new|different|updat\w*|moved?)\b", re.I)
+
+
+def _dated_first(retrieval: Retrieval, question: str, asked_at: str | None) -> Retrieval:
+    """``retrieval`` with the evidence passages dated in the time the question names
+    (counted back from ``asked_at``) first, each group in its own order; as it was when it
+    names none."""
+    window = time_window(question, asked_at) if asked_at else None
+    if window is None:
+        return retrieval
+    first, last = window
+    evidence = retrieval.context.evidence
+    inside = [e for e in evidence if first <= instant(e.date)[:10] <= last]
+    if inside:
+        kept = {id(e) for e in inside}
+        retrieval.context.evidence = inside + [e for e in evidence if id(e) not in kept]
+    return retrieval
 
 
 def _stale_version(exc: BaseException) -> bool:
@@ -626,15 +644,19 @@ class Memory:
         facet_top_k: int = DEFAULT_FACET_TOP_K,
         views: tuple[str, ...] = ("facets", "qa", "summaries", "evidence"),
         levels: tuple[str, ...] | None = None,
+        asked_at: str | None = None,
     ) -> Retrieval:
         """Top nodes per view for ``question`` inside ``scope`` (no answer, no log).
 
-        ``views`` and ``levels`` restrict the pool (used by the ablations).
+        ``views`` and ``levels`` restrict the pool (used by the ablations). ``asked_at``:
+        when the question is asked (any date form; default now is not assumed): a time it
+        names counted back from then ("a week ago") puts the passages of documents dated
+        then first among those retrieved (:func:`~hltm_resources.dates.time_window`).
         """
         args = (question, scope, k_facet, k_qa, k_summary, k_evidence, facet_top_k, views, levels)
         for _ in range(STALE_RETRIES):
             try:
-                return self._retrieve(*args)
+                return _dated_first(self._retrieve(*args), question, asked_at)
             except (RuntimeError, OSError, ValueError) as exc:
                 # An erasure or rebuild removed the table version this process was reading,
                 # or the catalog and the rows come from versions a move separates: read the
@@ -642,7 +664,7 @@ class Memory:
                 if not (isinstance(exc, ScopeLeakError) or _stale_version(exc)):
                     raise
                 self.refresh()
-        return self._retrieve(*args)
+        return _dated_first(self._retrieve(*args), question, asked_at)
 
     def saw_write(self) -> None:
         """A writer of this process (the memory service) just committed: the next question
@@ -1370,33 +1392,24 @@ class Memory:
         if as_of is not None:
             as_of = as_of_date(as_of)  # a date this cannot read fails before any work
         usage0 = self.agents.usage.snapshot()
-        retrieval = self.retrieve(question, scope, **retrieve_kwargs)  # type: ignore[arg-type]
+        # Words of time ("in March") are read for when, and the rest for what is asked.
+        asked = time_asked(question) if as_of is None else None
+        plain = question if asked is None else asked.without(question)
+        retrieval = self.retrieve(plain, scope, **retrieve_kwargs)  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        if as_of is None:
+        timed = self._answer_in_time(question, retrieval, as_of, asked)
+        if timed is None and plain != question:  # not about facts kept with validity
+            retrieval = self.retrieve(question, scope, **retrieve_kwargs)  # type: ignore[arg-type]
+            t0 = time.perf_counter()
+        if timed is None:
             answer = self.agents.answer(retrieval.context)
             allowed = retrieval.context.node_ids()
+            reasons = None
         else:
-            context = retrieval.context
-
-            def read_now() -> tuple[str, list[str], list[str]]:
-                now = self.agents.answer(context)
-                refs = [r for r in dict.fromkeys(now.references) if r in context.node_ids()]
-                held = [f for f in (*context.findings, *context.mentioned) if f.node_id in refs]
-                return now.answer, refs, sorted({s for f in held for s in f.source_ids})
-
-            then = answer_as_of(
-                self.settings,
-                context.analysis,
-                retrieval.scope.node_id,
-                retrieval.scope.name,
-                retrieval.scope.path,
-                self.settings.schema.is_leaf(retrieval.scope.level),
-                as_of,
-                read_now,
-                self._tree_vocabulary()[1],
-            )
-            answer = Answer(then.answer, tuple(then.references), f"facts that held at {as_of}")
-            allowed = set(then.references)
+            then, what = timed
+            answer = Answer(then.answer, tuple(then.references), what)
+            allowed, reasons = set(then.references), then.reasons
+            as_of = then.moment if what.startswith("as of") else as_of
         answer_ms = (time.perf_counter() - t0) * 1000
         references = [r for r in dict.fromkeys(answer.references) if r in allowed]
         usage1 = self.agents.usage.snapshot()
@@ -1432,7 +1445,7 @@ class Memory:
                 else None,
             },
             retrieved=retrieval.context,
-            reasons=why_cited(references, retrieval.context) if as_of is None else then.reasons,
+            reasons=why_cited(references, retrieval.context) if reasons is None else reasons,
             as_of=as_of,
         )
         if self.log_queries:
@@ -1452,6 +1465,49 @@ class Memory:
             if len(self._pending) >= self.log_batch:
                 self.flush()
         return result
+
+    def _answer_in_time(
+        self, question: str, retrieval: Retrieval, as_of: str | None, asked: TimeAsked | None
+    ) -> tuple[AsOfAnswer, str] | None:
+        """The answer from the facts' validity (:mod:`query.as_of`) and what it answers, for
+        a question asked ``as_of`` a date or one whose words ask of time ("what was the
+        location in March", "what changed since March", "when did the role move"); None for
+        the engine to answer. Words of time apply to the attributes memory keeps with
+        validity: a question naming none ("what did I buy in May") is answered as any."""
+        context = retrieval.context
+        scope = retrieval.scope
+        aliases = self._tree_vocabulary()[1]
+        place = (scope.node_id, scope.name, scope.path)
+        about_facts = context.analysis is not None and bool(
+            context.analysis.asked_key or context.analysis.constraints
+        )
+        if asked is not None and asked.kind == "when" and about_facts:
+            when = answer_when(self.settings, context.analysis, *place, aliases)
+            return None if when is None else (when, "when the facts held")
+        if asked is not None and asked.kind == "since" and _CHANGED.search(question):
+            changed = answer_changes(self.settings, context.analysis, *place, asked.moment, aliases)
+            return changed, f"changes since {asked.moment}"
+        if asked is not None and asked.kind == "as_of" and about_facts:
+            as_of = asked.moment
+        if as_of is None:
+            return None
+
+        def read_now() -> tuple[str, list[str], list[str]]:
+            now = self.agents.answer(context)
+            refs = [r for r in dict.fromkeys(now.references) if r in context.node_ids()]
+            held = [f for f in (*context.findings, *context.mentioned) if f.node_id in refs]
+            return now.answer, refs, sorted({s for f in held for s in f.source_ids})
+
+        then = answer_as_of(
+            self.settings,
+            context.analysis,
+            *place,
+            self.settings.schema.is_leaf(scope.level),
+            as_of,
+            read_now,
+            aliases,
+        )
+        return then, f"as of {then.moment}: the facts that held then"
 
     def flush(self) -> None:
         """Append queued asks to ``query_log`` in one short write."""

@@ -211,6 +211,105 @@ def test_dates_are_read_in_the_forms_sources_write_them():
     assert instant("someday") == "" and instant("2026-02-30") == ""
 
 
+# -- questions that name a time ------------------------------------------------------------
+
+
+def test_a_question_naming_a_month_is_answered_as_of_its_end(memory):
+    then = memory.ask("What was the location in February 2026?", "project:p1")
+    assert then.as_of == "2026-02-28T23:59:59" and "Dublin" in then.answer, then.answer
+    assert "Berlin" not in then.answer
+    later = memory.ask("Where was the role located in April 2026?", "project:p1")
+    assert "Berlin" in later.answer and "Dublin" not in later.answer, later.answer
+    seat = memory.ask("Where were the jobs located in February 2026?", "seat:ana")
+    assert "Dublin (3 of 3)" in seat.answer, seat.answer  # "February" is no place
+
+
+def test_what_changed_since_a_date_lists_each_replacement_with_its_document(memory):
+    changed = memory.ask("What changed since March 2026?", "seat:ana")
+    for said in (
+        "on 2026-03-02, the location of Data Engineer (project:p1) went from Dublin to Berlin (d2)",
+        "on 2026-04-01, the workplace type of Nurse (project:p2) went from on-site to hybrid (d4)",
+        "on 2026-05-20, the workplace type of Nurse (project:p2) went from hybrid to remote (d5)",
+    ):
+        assert said in changed.answer, changed.answer
+    assert set(changed.references) == {"project:p1", "project:p2"}
+    quiet = memory.ask("What changed since June 2026?", "seat:ana")
+    assert quiet.answer.startswith("Nothing in Ana (seat:ana) changed since 2026-06-01")
+
+
+def test_when_a_fact_began_is_answered_with_its_validity(memory):
+    moved = memory.ask("When did the role move to Berlin?", "project:p1")
+    assert "Berlin since 2026-03-02, still so (d2)" in moved.answer, moved.answer
+    assert "Dublin since 2026-01-10 until 2026-03-02 (d1)" in moved.answer
+    remote = memory.ask("When did the role become remote?", "project:p2")
+    assert "remote since 2026-05-20, still so (d5)" in remote.answer, remote.answer
+    # At the seat, the leaves where it changed.
+    seat = memory.ask("When did the location change?", "seat:ana")
+    assert seat.references == ["project:p1"], seat.answer
+
+
+def test_time_words_about_no_attribute_memory_keeps_are_asked_as_any_question(memory):
+    plain = memory.ask("What did the notes say in May 2026?", "project:p2")
+    assert plain.as_of is None and not plain.answer.startswith("As of"), plain.answer
+
+
+def test_the_time_a_question_names_is_read_with_the_year_counted_back_from_today():
+    from datetime import date
+
+    from hltm_resources.dates import time_asked
+
+    today = date(2026, 12, 7)
+    assert time_asked("What was the location in March?", today).moment == "2026-03-31T23:59:59"
+    assert time_asked("Where was it on 2 March?", today).moment == "2026-03-02T23:59:59"
+    assert time_asked("Where was it at the start of March?", today).moment.startswith("2026-03-01")
+    assert time_asked("Where was it in December?", date(2026, 11, 1)).moment.startswith(
+        "2025-12-31"
+    )
+    assert time_asked("What changed since May 2026?", today).kind == "since"
+    assert time_asked("When did the role become remote?", today).kind == "when"
+    for timeless in (
+        "Where is the role located?",
+        "Which roles may need Python?",  # "may" is a verb here
+        "Which searches had a start date before June 2025?",  # a comparison of dates
+        "Is the role remote, hybrid or on-site?",
+    ):
+        assert time_asked(timeless, today) is None, timeless
+
+
+def test_a_time_counted_back_from_when_the_question_is_asked_puts_its_passages_first(tmp_path):
+    books = [
+        ("b1", "p1", "I finished reading Dune today, what a book.", "2023-01-10"),
+        ("b2", "p1", "I finished reading Emma today, what a book.", "2023-01-31"),
+    ]
+    settings = Settings(home=tmp_path / "home")
+    load_and_build(settings, snapshot(tmp_path / "snap", books))
+    question = "Which book did I finish a week ago?"
+    with Memory(settings, log_queries=False) as mem:
+        for asked_at, first in (("2023-02-07", "b2"), ("2023/01/17 (Tue) 09:00", "b1")):
+            found = mem.retrieve(question, "seat:ana", asked_at=asked_at).context.evidence
+            assert found[0].source_ids == (first,), (asked_at, found)
+        # Asked when nothing is dated a week before: the order of relevance stands.
+        plain = mem.retrieve(question, "seat:ana").context.evidence
+        late = mem.retrieve(question, "seat:ana", asked_at="2024-06-01").context.evidence
+        assert [e.source_ids for e in late] == [e.source_ids for e in plain]
+
+
+def test_the_days_a_question_counts_back_are_read_from_when_it_is_asked():
+    from hltm_resources.dates import time_window
+
+    asked = "2023/07/01 (Sat) 13:38"
+    assert time_window("Which book did I finish a week ago?", asked) == ("2023-06-22", "2023-06-26")
+    assert time_window("What did I cook a couple of days ago?", asked) == (
+        "2023-06-28",
+        "2023-06-30",
+    )
+    assert time_window("What did I eat yesterday?", asked) == ("2023-06-30", "2023-06-30")
+    # A span asked for is no time to look at; nor is a question that names none.
+    assert time_window("How many weeks ago did I meet my aunt?", asked) is None
+    assert time_window("Which book did I finish?", asked) is None
+    assert time_window("Which book did I finish a week ago?", "someday") is None
+
+
 # -- forgetting the document that replaced a value ------------------------------------------
 
 

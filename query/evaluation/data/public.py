@@ -53,6 +53,7 @@ class PublicQuestion:
     gold: tuple[str, ...]  # LoCoMo dia ids, LongMemEval original session ids
     gold_turns: tuple[str, ...] = ()  # LongMemEval has_answer doc ids
     skip: str | None = None  # why it is not scored: adversarial, abstention, no_evidence
+    asked_at: str = ""  # LongMemEval's question_date: when the question is asked
 
 
 @dataclass
@@ -296,6 +297,7 @@ def load_longmemeval(path: Path, limit: int | None = None) -> PublicData:
                 gold,
                 tuple(gold_turns),
                 skip,
+                str(rec.get("question_date") or ""),
             )
         )
     return data

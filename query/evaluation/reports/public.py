@@ -71,11 +71,16 @@ def _by_group(run: PublicRun) -> list[str]:
         f"{g} {LOCOMO_CATEGORIES[int(g[3:])]} (n={counts[g]})" if locomo else f"{g} (n={counts[g]})"
         for g in groups
     ]
-    lines = ["", f"{unit.capitalize()} recall@10 by {by}:", ""]
-    lines += ["| system | " + " | ".join(names) + " |", "|" + " --- |" * (len(groups) + 1)]
-    for system, row in run.scores.items():
-        cells = [f"{row.get(f'recall@10_{g}', float('nan')):.3f}" for g in groups]
-        lines.append(f"| {system} | " + " | ".join(cells) + " |")
+    lines = []
+    metrics = [(f"{unit.capitalize()} recall", "recall", k) for k in (5, 10)]
+    if not locomo:
+        metrics.append(("Turn recall", "turn_recall", 5))
+    for title, metric, k in metrics:
+        lines += ["", f"{title}@{k} by {by}:", ""]
+        lines += ["| system | " + " | ".join(names) + " |", "|" + " --- |" * (len(groups) + 1)]
+        for system, row in run.scores.items():
+            cells = [f"{row.get(f'{metric}@{k}_{g}', float('nan')):.3f}" for g in groups]
+            lines.append(f"| {system} | " + " | ".join(cells) + " |")
     return lines
 
 

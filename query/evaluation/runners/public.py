@@ -170,7 +170,8 @@ def _run_questions(
             assert r.retrieved is not None
             context, said = r.retrieved, r.answer
         else:
-            context, said = memory.retrieve(q.question, scope=q.scope).context, None
+            context = memory.retrieve(q.question, scope=q.scope, asked_at=q.asked_at).context
+            said = None
         ms = (time.perf_counter() - t0) * 1000
         out["hltm"][q.qid] = Outcome(hltm_ranked_docs(context, data), said, ms)
         t0 = time.perf_counter()
@@ -218,7 +219,9 @@ def score(data: PublicData, outcomes: dict[str, dict[str, Outcome]]) -> dict[str
                 recall[f"recall@{k}"].append(r)
                 recall[f"recall@{k}_{group_key(data, q.group)}"].append(r)
                 if turn_gold:
-                    recall[f"turn_recall@{k}"].append(metrics.recall_at_k(o.ranked, turn_gold, k))
+                    turns = metrics.recall_at_k(o.ranked, turn_gold, k)
+                    recall[f"turn_recall@{k}"].append(turns)
+                    recall[f"turn_recall@{k}_{group_key(data, q.group)}"].append(turns)
                 ctx[k].append(_tokens_at(o.ranked, k, tokens, data))
             if o.answer is not None and q.answer is not None:
                 f1s.append(metrics.token_f1(o.answer, q.answer))
