@@ -14,7 +14,7 @@ it is answered with differ. Nothing here writes, and nothing outside the scope i
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from hltm_resources.dates import as_of_date, instant, shown
@@ -62,13 +62,16 @@ class HeldFact:
         }
 
 
-def leaf_facts(settings, path: str) -> tuple[dict[str, str], list[HeldFact]]:
+def leaf_facts(
+    settings, path: str, skip: Collection[str] = ()
+) -> tuple[dict[str, str], list[HeldFact]]:
     """The leaves at or below ``path`` (node id -> name) and all their facts, current and
-    replaced, read in one connection (bound parameters only)."""
+    replaced, read in one connection (bound parameters only); none of ``skip`` (nodes whose
+    erasure is not complete in every store: never served)."""
     leaf = settings.schema.leaf.name
     with database.connect(settings.duckdb_path, read_only=True) as con:
         con.execute(
-            "CREATE TEMP TABLE as_of_leaves AS SELECT node_id, name FROM mem_nodes "
+            "CREATE OR REPLACE TEMP TABLE as_of_leaves AS SELECT node_id, name FROM mem_nodes "
             "WHERE level = ? AND input_hash <> 'invalidated' "
             "AND (path = ? OR starts_with(path, ?))",
             [leaf, path, path + "/"],
@@ -81,7 +84,9 @@ def leaf_facts(settings, path: str) -> tuple[dict[str, str], list[HeldFact]]:
             "valid_to FROM mem_history JOIN as_of_leaves USING (node_id) "
             "ORDER BY 1, 2"
         ).fetchall()
-    return names, [HeldFact(n, k, v, tuple(s), f, t) for n, k, v, s, f, t in rows]
+    skip = set(skip)
+    names = {n: name for n, name in names.items() if n not in skip}
+    return names, [HeldFact(n, k, v, tuple(s), f, t) for n, k, v, s, f, t in rows if n in names]
 
 
 @dataclass
@@ -102,6 +107,7 @@ def answer_as_of(
     as_of: object,
     read_now: Callable[[], tuple[str, list[str], list[str]]] | None = None,
     aliases: dict[str, str] | None = None,
+    skip: Collection[str] = (),
 ) -> AsOfAnswer:
     """The answer to a question read as ``analysis``, with the facts of the scope's leaves
     that held at ``as_of`` (raises :class:`~hltm_resources.dates.AsOfError` for a date this
@@ -116,9 +122,7 @@ def answer_as_of(
     ``duty_station`` is a location): each fact is read under its canonical key."""
     moment = as_of_date(as_of)
     day = shown(moment.removesuffix("T23:59:59"))
-    names, facts = leaf_facts(settings, scope_path)
-    if aliases:
-        facts = [replace(f, key=aliases.get(f.key, f.key)) for f in facts]
+    names, facts = _read(settings, scope_path, aliases, skip)
     label = f"{scope_name} ({scope_id})"
     dated = [f.valid_from for f in facts if f.valid_from]
     if not facts or (dated and len(dated) == len(facts) and min(dated) > moment):
@@ -155,7 +159,8 @@ def answer_as_of(
             return AsOfAnswer(
                 f"As of {day}, no {what} of {label} is stated in memory.", [], {}, moment
             )
-        reasons[node] = [f.reason() for f in shown_facts[:MAX_LISTED]]
+        shown_facts = _sources_by(settings, shown_facts[:MAX_LISTED], moment)
+        reasons[node] = [f.reason() for f in shown_facts]
         parts = [
             f"{humanize_key(f.key)}: {f.value} ({f.span()}; {', '.join(f.source_ids)})"
             for f in shown_facts[:MAX_LISTED]
@@ -213,6 +218,24 @@ def answer_as_of(
     )
 
 
+def _sources_by(settings, facts: list[HeldFact], moment: str) -> list[HeldFact]:
+    """``facts`` with only the documents dated by ``moment`` (or undated) as their sources:
+    what stated them then (a fact still held cites later documents too)."""
+    ids = sorted({s for f in facts for s in f.source_ids})
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        dates = dict(
+            con.execute(
+                "SELECT doc_id, updated_at FROM sot_documents WHERE doc_id IN (SELECT unnest(?))",
+                [ids],
+            ).fetchall()
+        )
+    out = []
+    for f in facts:
+        then = tuple(s for s in f.source_ids if instant(dates.get(s)) <= moment)
+        out.append(replace(f, source_ids=then or f.source_ids))
+    return out
+
+
 def _said_then(
     settings, read_now: Callable[[], tuple[str, list[str], list[str]]], moment: str
 ) -> tuple[str, list[str], dict[str, list[dict]]] | None:
@@ -244,8 +267,12 @@ def _holds(facts: list[HeldFact], key: str, value: str | None) -> bool:
     )
 
 
-def _read(settings, scope_path: str, aliases: dict[str, str] | None):
-    names, facts = leaf_facts(settings, scope_path)
+def _read(
+    settings, scope_path: str, aliases: dict[str, str] | None, skip: Collection[str] = ()
+) -> tuple[dict[str, str], list[HeldFact]]:
+    """:func:`leaf_facts`, each fact under its canonical key (``aliases``: keys the data
+    shows to be another name of one, an export's ``duty_station`` is a location)."""
+    names, facts = leaf_facts(settings, scope_path, skip)
     if aliases:
         facts = [replace(f, key=aliases.get(f.key, f.key)) for f in facts]
     return names, facts
@@ -258,6 +285,7 @@ def answer_when(
     scope_name: str,
     scope_path: str,
     aliases: dict[str, str] | None = None,
+    skip: Collection[str] = (),
 ) -> AsOfAnswer | None:
     """When a fact began or changed ("When did the role move to Berlin?", "When did the
     location change?"): the validity of the facts of the attribute asked (or of the value
@@ -270,7 +298,7 @@ def answer_when(
     if key is None:
         return None
     value = next((c.value for c in named if c.key == key), None)
-    names, facts = _read(settings, scope_path, aliases)
+    names, facts = _read(settings, scope_path, aliases, skip)
     timeline = [f for f in facts if f.key == key and (value is None or _holds([f], key, value))]
     if not timeline:
         return None
@@ -308,12 +336,13 @@ def answer_changes(
     scope_path: str,
     since: str,
     aliases: dict[str, str] | None = None,
+    skip: Collection[str] = (),
 ) -> AsOfAnswer:
     """What changed since ``since`` (a date): each fact a document dated after it replaced
     or ended, with what replaced it, and how many facts were first stated after it (of the
     attribute asked, if one is)."""
     key = analysis.asked_key if analysis else None
-    names, facts = _read(settings, scope_path, aliases)
+    names, facts = _read(settings, scope_path, aliases, skip)
     facts = [f for f in facts if key is None or f.key == key]
     label = f"{scope_name} ({scope_id})"
     successors: dict[tuple[str, str, str], list[HeldFact]] = defaultdict(list)

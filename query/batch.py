@@ -61,7 +61,9 @@ def answer_batch(
     with out.open("w", encoding="utf-8") as fh:
         for lineno, q in good:
             try:
-                r = mem.ask(q["question"], scope=q["scope"], query_id=q["query_id"])
+                r = mem.ask(
+                    q["question"], scope=q["scope"], query_id=q["query_id"], as_of=q.get("as_of")
+                )
             except (ScopeError, ValueError) as exc:
                 problems.append(f"{queries.name}:{lineno}: {exc}")
             else:
@@ -74,7 +76,8 @@ def answer_batch(
                             "latency_ms": r.timings["total_ms"],
                             "llm_calls": r.llm_calls,
                             "tokens": r.tokens,
-                        },
+                        }
+                        | ({"as_of": r.as_of} if r.as_of else {}),
                         ensure_ascii=False,
                     )
                     + "\n"

@@ -46,6 +46,7 @@ from hltm_resources.engines.understanding import COUNTRY_KEY, REJECTION_WORDS, a
 from hltm_resources.engines.vocabulary import (
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
+    WORKPLACE_WORDS,
     YES_NO_KEYS,
     canonical_value,
     names_a_site,
@@ -629,6 +630,10 @@ class Memory:
             ):
                 if k != count:
                     values.setdefault(k, set()).add(v)
+            if "workplace_type" in values:
+                # A closed set: each of its values is one a question may name ("remote,
+                # hybrid or on-site?"), held in the tree or not.
+                values["workplace_type"].update(WORKPLACE_WORDS.values())
             tree = {k: sorted(v) for k, v in values.items()}
             self._tree_vocab = (version, tree, value_aliases(tree))
         return self._tree_vocab[1], self._tree_vocab[2]
@@ -1406,10 +1411,9 @@ class Memory:
             allowed = retrieval.context.node_ids()
             reasons = None
         else:
-            then, what = timed
+            then, what, as_of = timed
             answer = Answer(then.answer, tuple(then.references), what)
             allowed, reasons = set(then.references), then.reasons
-            as_of = then.moment if what.startswith("as of") else as_of
         answer_ms = (time.perf_counter() - t0) * 1000
         references = [r for r in dict.fromkeys(answer.references) if r in allowed]
         usage1 = self.agents.usage.snapshot()
@@ -1468,8 +1472,9 @@ class Memory:
 
     def _answer_in_time(
         self, question: str, retrieval: Retrieval, as_of: str | None, asked: TimeAsked | None
-    ) -> tuple[AsOfAnswer, str] | None:
-        """The answer from the facts' validity (:mod:`query.as_of`) and what it answers, for
+    ) -> tuple[AsOfAnswer, str, str | None] | None:
+        """The answer from the facts' validity (:mod:`query.as_of`), what it answers and the
+        instant it is as of (None: it answers when, or what changed), for
         a question asked ``as_of`` a date or one whose words ask of time ("what was the
         location in March", "what changed since March", "when did the role move"); None for
         the engine to answer. Words of time apply to the attributes memory keeps with
@@ -1478,15 +1483,18 @@ class Memory:
         scope = retrieval.scope
         aliases = self._tree_vocabulary()[1]
         place = (scope.node_id, scope.name, scope.path)
+        skip = frozenset(self._erasing())  # recorded for erasure: never served
         about_facts = context.analysis is not None and bool(
             context.analysis.asked_key or context.analysis.constraints
         )
         if asked is not None and asked.kind == "when" and about_facts:
-            when = answer_when(self.settings, context.analysis, *place, aliases)
-            return None if when is None else (when, "when the facts held")
+            when = answer_when(self.settings, context.analysis, *place, aliases, skip)
+            return None if when is None else (when, "when the facts held", None)
         if asked is not None and asked.kind == "since" and _CHANGED.search(question):
-            changed = answer_changes(self.settings, context.analysis, *place, asked.moment, aliases)
-            return changed, f"changes since {asked.moment}"
+            changed = answer_changes(
+                self.settings, context.analysis, *place, asked.moment, aliases, skip
+            )
+            return changed, f"changes since {asked.moment}", None
         if asked is not None and asked.kind == "as_of" and about_facts:
             as_of = asked.moment
         if as_of is None:
@@ -1506,8 +1514,9 @@ class Memory:
             as_of,
             read_now,
             aliases,
+            skip,
         )
-        return then, f"as of {then.moment}: the facts that held then"
+        return then, f"as of {then.moment}: the facts that held then", then.moment
 
     def flush(self) -> None:
         """Append queued asks to ``query_log`` in one short write."""

@@ -396,6 +396,7 @@ def facet_store(path, dim=8, seed=0):
             "value": [f"Go {batch} {i}" for i in range(n)],
             "support": [1] * n,
             "source_ids": [["d1"]] * n,
+            "valid_from": [""] * n,
             "vector": list(vectors),
         }
         table.add(pa.table(rows).cast(table_schema("facets", "test-model", dim)))

@@ -150,6 +150,9 @@ def test_a_preference_that_changes_twice_is_answered_for_each_period(memory, hom
         assert expected in answer.lower(), (as_of, answer)
         others = {"on-site", "hybrid", "remote"} - {expected}
         assert not any(o in answer.lower() for o in others), (as_of, answer)
+        # It asks which of three, not whether: no "Yes" or "No" (a value no document of the
+        # tree holds now, hybrid, is still read as one of the three).
+        assert not answer.startswith(("Yes", "No")), answer
     assert rows(
         home,
         "SELECT value, valid_from, valid_to FROM memory_facet_history "

@@ -229,8 +229,8 @@ def _fact(context: RetrievedContext, analysis: Analysis, schema: TreeSchema) -> 
 
 def _yes_no(analysis: Analysis, findings: list[Finding]) -> str:
     """ "Yes: " / "No: " for a yes/no question about a value of the key the findings hold."""
-    if not analysis.yes_no or not analysis.asked_key:
-        return ""
+    if not analysis.yes_no or not analysis.asked_key or len(analysis.options) > 1:
+        return ""  # "Is it remote, hybrid or on-site?" asks which, not whether
     asked = [c.value or "" for c in analysis.constraints if c.key == analysis.asked_key]
     asked += list(analysis.options)  # "Is the Dublin search remote?" asked over a seat
     if not asked:
