@@ -107,10 +107,10 @@ _MONTH_WORD = "|".join(sorted(_MONTHS, key=len, reverse=True))
 #: A day or a month a question names: 2026-03-02, "2 March 2026", "March 2, 2026", "March
 #: 2026", "March" (the year: the latest one that is not in the future).
 _WHEN_NAMED = re.compile(
-    r"(?P<iso>\d{4}-\d{2}-\d{2})"
+    r"\b(?:(?P<iso>\d{4}-\d{2}-\d{2})"
     rf"|(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH_WORD})\.?(?:,?\s+(?P<y1>\d{{4}}))?"
     rf"|(?P<m2>{_MONTH_WORD})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<y2>\d{{4}}))?\b"
-    rf"|(?P<m3>{_MONTH_WORD})\.?(?:\s+(?P<y3>\d{{4}}))?\b",
+    rf"|(?P<m3>{_MONTH_WORD})\.?(?:\s+(?P<y3>\d{{4}}))?\b)",
     re.I,
 )
 _PAST = re.compile(r"\b(?:was|were|did|had|used to)\b", re.I)

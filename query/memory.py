@@ -654,9 +654,10 @@ class Memory:
         """Top nodes per view for ``question`` inside ``scope`` (no answer, no log).
 
         ``views`` and ``levels`` restrict the pool (used by the ablations). ``asked_at``:
-        when the question is asked (any date form; default now is not assumed): a time it
-        names counted back from then ("a week ago") puts the passages of documents dated
-        then first among those retrieved (:func:`~hltm_resources.dates.time_window`).
+        when the question is asked (a date in any form ``dates.instant`` reads; None: no
+        time is counted back): a time it names counted back from then ("a week ago") puts
+        the passages of documents dated then first among those retrieved
+        (:func:`~hltm_resources.dates.time_window`).
         """
         args = (question, scope, k_facet, k_qa, k_summary, k_evidence, facet_top_k, views, levels)
         for _ in range(STALE_RETRIES):
@@ -1479,6 +1480,8 @@ class Memory:
         location in March", "what changed since March", "when did the role move"); None for
         the engine to answer. Words of time apply to the attributes memory keeps with
         validity: a question naming none ("what did I buy in May") is answered as any."""
+        if asked is None and as_of is None:
+            return None
         context = retrieval.context
         scope = retrieval.scope
         aliases = self._tree_vocabulary()[1]

@@ -16,6 +16,7 @@ The home is hand-written, one seat (ana) of account acme:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from query import Memory
 from tests.conftest import write_jsonl
 from tests.test_deletion import duckdb_hits
 from tests.test_live import hltm, service
+from tests.test_server import mcp_http, tool_text
 
 DOCUMENTS = [
     (
@@ -349,8 +351,21 @@ def test_forgetting_the_superseding_document_makes_the_old_value_current_with_no
 # -- the API and the CLI ----------------------------------------------------------------------
 
 
+async def recall_as_of(url: str) -> None:
+    """The MCP ``recall`` tool with ``as_of``, through the SDK's own client."""
+    async with mcp_http(url) as client:
+        then = await client.call_tool(
+            "recall", {"question": WHERE, "scope": "project:p1", "as_of": "2026-02-01"}
+        )
+        assert not then.is_error and "Dublin" in tool_text(then), tool_text(then)
+        bad = await client.call_tool(
+            "recall", {"question": WHERE, "scope": "project:p1", "as_of": "soon"}
+        )
+        assert bad.is_error and "as_of must be a date" in tool_text(bad)
+
+
 @pytest.mark.slow
-def test_as_of_over_http_and_the_cli(tmp_path):
+def test_as_of_over_http_mcp_and_the_cli(tmp_path):
     settings = Settings(home=tmp_path / "home")
     load_and_build(settings, snapshot(tmp_path / "snap"))
     cli = hltm(settings.home, "ask", WHERE, "--scope", "project:p1", "--as-of", "2026-02-01")
@@ -381,6 +396,7 @@ def test_as_of_over_http_and_the_cli(tmp_path):
             ]
             page = http.get("/node/project:p1").text  # the inspector's page of the node
             assert "Replaced facts (1)" in page and "2026-01-10 until 2026-03-02" in page
+            asyncio.run(recall_as_of(url))
             via_cli = hltm(
                 settings.home,
                 "ask",

@@ -260,8 +260,9 @@ ENDPOINTS = (
     Endpoint(
         "get",
         "/v1/nodes/{node_id}",
-        "A node's memory: summary, facets with support, QA pairs, children, documents "
-        "(no id: the token's scope node, or the top of the tree)",
+        "A node's memory: summary, facets with support, at a leaf the facts later documents "
+        "replaced (history, with validity), QA pairs, children, documents (no id: the "
+        "token's scope node, or the top of the tree)",
         params={"node_id": _NODE},
     ),
     Endpoint(
