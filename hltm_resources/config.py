@@ -6,12 +6,14 @@ The API key is never part of ``repr`` or any log line.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hltm_resources.env import SettingError, check_numbers, number
 from hltm_resources.schema import DEFAULT_TREE, SchemaError, TreeSchema
 
 if TYPE_CHECKING:
@@ -112,6 +114,14 @@ class Settings:
                 )
         if self.concurrency < 1:
             raise ConfigError("concurrency must be at least 1")
+        for key, least in (("timeout_s", 0.001), ("max_retries", 0), ("max_input_tokens", 1)):
+            value = getattr(self, key)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= least):
+                raise ConfigError(f"{key} must be a number of at least {least}, not {value!r}")
+        if self.llm_context_tokens is not None and self.llm_context_tokens < 1:
+            raise ConfigError(
+                f"llm_context_tokens must be at least 1, not {self.llm_context_tokens!r}"
+            )
         if not self.dagster_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"Dagster UI URL {self.dagster_url!r} (HLTM_DAGSTER_URL) must start with "
@@ -149,20 +159,23 @@ class Settings:
         }
         if env.get("HLTM_DAGSTER_URL"):
             values["dagster_url"] = env["HLTM_DAGSTER_URL"]
-        if env.get("HLTM_CONCURRENCY"):
-            values["concurrency"] = int(env["HLTM_CONCURRENCY"])
-        if env.get("HLTM_TIMEOUT_S"):
-            values["timeout_s"] = float(env["HLTM_TIMEOUT_S"])
-        if env.get("HLTM_MAX_RETRIES"):
-            values["max_retries"] = int(env["HLTM_MAX_RETRIES"])
         if env.get("HLTM_ADAPT_AUTO_APPROVE"):
             values["adapt_auto_approve"] = env["HLTM_ADAPT_AUTO_APPROVE"] == "1"
-        if env.get("HLTM_SENSOR_INTERVAL_S"):
-            values["sensor_interval_s"] = int(env["HLTM_SENSOR_INTERVAL_S"])
-        if env.get("HLTM_MAX_INPUT_TOKENS"):
-            values["max_input_tokens"] = int(env["HLTM_MAX_INPUT_TOKENS"])
-        if env.get("HLTM_LLM_CONTEXT"):
-            values["llm_context_tokens"] = int(env["HLTM_LLM_CONTEXT"])
+        try:  # every number, also those read where they are used, is checked now
+            check_numbers(env)
+        except SettingError as exc:
+            raise ConfigError(str(exc)) from None
+        for name, key in (
+            ("HLTM_CONCURRENCY", "concurrency"),
+            ("HLTM_TIMEOUT_S", "timeout_s"),
+            ("HLTM_MAX_RETRIES", "max_retries"),
+            ("HLTM_SENSOR_INTERVAL_S", "sensor_interval_s"),
+            ("HLTM_MAX_INPUT_TOKENS", "max_input_tokens"),
+            ("HLTM_LLM_CONTEXT", "llm_context_tokens"),
+        ):
+            value = number(name, env=env)
+            if value is not None:
+                values[key] = value
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

@@ -6,6 +6,7 @@ from hltm_resources.build.indexer import StaleTopologyError
 from hltm_resources.config import ConfigError, DeploymentError
 from hltm_resources.dates import AsOfError
 from hltm_resources.embedding import EmbedderError
+from hltm_resources.env import SettingError
 from hltm_resources.ids import InvalidIdError
 from hltm_resources.stores.changes import ChangeError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
@@ -38,6 +39,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     NoMemoryError,
     QuestionError,
     ScopeError,
+    SettingError,
     SnapshotError,
     StaleTopologyError,
     StoreBusyError,

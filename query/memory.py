@@ -474,6 +474,8 @@ class Memory:
     def vectors(self) -> VectorStore:
         if self._vectors is None:
             check_open(self.settings.duckdb_path)
+            # A tree other than the home's (HLTM_TREE) names tables it does not have.
+            database.check_tree(self.settings.duckdb_path, self.settings.schema)
             store = VectorStore(
                 self.settings.lancedb_path, None, None, read_consistency=self.read_consistency
             )

@@ -213,3 +213,45 @@ def test_a_home_that_cannot_be_written_still_answers(built, monkeypatch, recwarn
         result = mem.ask("Which searches are in Lisbon?", scope="seat:ana")
     assert "project:p1" in result.references
     assert any("query log" in str(w.message) for w in recwarn)
+
+
+#: Values no numeric setting takes: not numbers, not whole, not finite, below the least.
+BAD_NUMBERS = ("abc", "", "1.5x", "nan", "inf", "-1", "1e400")
+NUMERIC_SETTINGS = {
+    "HLTM_CONCURRENCY": ("0", "2.5"),
+    "HLTM_TIMEOUT_S": ("0", "-0.5"),
+    "HLTM_MAX_RETRIES": ("-1", "1.5"),
+    "HLTM_MAX_INPUT_TOKENS": ("0", "1e3"),
+    "HLTM_LLM_CONTEXT": ("0", "12.0"),
+    "HLTM_SENSOR_INTERVAL_S": ("0",),
+    "HLTM_LOCK_WAIT": ("-1", "inf"),
+    "HLTM_VECTOR_INDEX_MIN_ROWS": ("0", "1e9"),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMERIC_SETTINGS))
+def test_a_numeric_setting_no_number_of_its_range_is_refused_before_any_work(
+    built, capsys, monkeypatch, name
+):
+    home = built / "home"
+    before = home_bytes(home)
+    for value in (*BAD_NUMBERS, *NUMERIC_SETTINGS[name]):
+        if not value:
+            continue  # unset: the default
+        monkeypatch.setenv(name, value)
+        for argv in (["ask", "Where?", "--scope", "seat:ana"], ["index", "--json"]):
+            error = refused(capsys, ["--home", str(home), *argv])
+            assert name in error and "set it to" in error, (value, error)
+        monkeypatch.delenv(name)
+    assert home_bytes(home) == before
+
+
+@pytest.mark.parametrize("scope", ["team:x", "seat:ana", "org:acme"])
+def test_ask_under_another_tree_than_the_homes_is_refused_as_load_and_index_are(
+    built, capsys, monkeypatch, scope
+):
+    monkeypatch.setenv("HLTM_TREE", "org>team>seat>project")
+    home = built / "home"
+    for argv in (["ask", "Where?", "--scope", scope], ["index", "--json"]):
+        error = refused(capsys, ["--home", str(home), *argv])
+        assert "holds a tree 'account>seat>project'" in error and "HLTM_TREE=" in error, error

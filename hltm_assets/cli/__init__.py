@@ -41,9 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from hltm_resources.env import check_numbers
     from hltm_resources.errors import USER_ERRORS
 
     try:
+        check_numbers()  # every numeric HLTM_* setting, before any work
         return args.func(args)
     except (CliError, *USER_ERRORS) as exc:
         print(f"hltm: error: {exc}", file=sys.stderr)

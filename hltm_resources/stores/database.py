@@ -315,6 +315,13 @@ def _recorded(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
     return row[0] if row else None
 
 
+def check_tree(path: Path | Lake, schema: TreeSchema) -> None:
+    """:class:`ConfigError` unless the home at ``path`` was made with ``schema`` (what a
+    reader checks before a question: ``HLTM_TREE`` set for another home)."""
+    with connect(path, read_only=True) as con:
+        _check(path, con, schema)
+
+
 def _check(path: Path, con: duckdb.DuckDBPyConnection, schema: TreeSchema) -> None:
     version = _recorded(con, "schema_version")
     if version is not None and int(version) != SCHEMA_VERSION:

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hltm_resources.env import number
+
 if TYPE_CHECKING:
     from hltm_resources.config import Settings
 
@@ -113,7 +115,7 @@ def _advisory_lock(url: str, key: str, command: str, wait_s: float | None) -> It
     import psycopg2
 
     if wait_s is None:
-        wait_s = float(os.environ.get(WAIT_ENV, "0") or 0)
+        wait_s = number(WAIT_ENV, 0.0)
     con = psycopg2.connect(
         url, application_name=f"hltm {command} (pid {os.getpid()} on {socket.gethostname()})"
     )
@@ -151,7 +153,7 @@ def _advisory_lock(url: str, key: str, command: str, wait_s: float | None) -> It
 @contextmanager
 def _file_lock(home: Path, key: str, command: str, wait_s: float | None) -> Iterator[None]:
     if wait_s is None:
-        wait_s = float(os.environ.get(WAIT_ENV, "0") or 0)
+        wait_s = number(WAIT_ENV, 0.0)
     home.mkdir(parents=True, exist_ok=True)
     path = home / LOCK_FILE
     fh = path.open("a+")

@@ -8,7 +8,6 @@ model is an error that names both.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import warnings
@@ -24,6 +23,7 @@ from lancedb.index import FTS, BTree, IvfPq, LabelList
 from lancedb.query import MultiMatchQuery
 
 from hltm_resources.embedding import setting_for_model
+from hltm_resources.env import number
 from hltm_resources.ids import check_raw_id, is_doc_id, node_id, parse_node_id
 from hltm_resources.models import Memory, NodeInfo
 from hltm_resources.schema import TreeSchema
@@ -542,7 +542,7 @@ class VectorStore:
         more (default :data:`VECTOR_INDEX_MIN_ROWS`) a vector index. Returns the tables
         compacted."""
         if index_from is None:
-            index_from = int(os.environ.get("HLTM_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
+            index_from = number("HLTM_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS)
         tidied = []
         for name in TABLES:
             if self.exists(name):
