@@ -6,14 +6,13 @@ The API key is never part of ``repr`` or any log line.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hltm_resources.env import SettingError, check_numbers, number
+from hltm_resources.env import NUMBERS, SETTING_VARIABLES, SettingError, check_numbers
 from hltm_resources.schema import DEFAULT_TREE, SchemaError, TreeSchema
 
 if TYPE_CHECKING:
@@ -94,11 +93,6 @@ class Settings:
             raise ConfigError(
                 f"embedder {self.embedder!r} is unknown: use one of {', '.join(EMBEDDERS)}"
             )
-        if self.sensor_interval_s < 1:
-            raise ConfigError(
-                f"sensor interval {self.sensor_interval_s} s (HLTM_SENSOR_INTERVAL_S) must be at "
-                "least 1"
-            )
         if self.deployment not in DEPLOYMENTS:
             raise ConfigError(
                 f"deployment {self.deployment!r} (HLTM_DEPLOYMENT) is unknown: use one of "
@@ -112,16 +106,13 @@ class Settings:
                     + "; ".join(lacking)
                     + " (hltm services up prints them for services on this machine)"
                 )
-        if self.concurrency < 1:
-            raise ConfigError("concurrency must be at least 1")
-        for key, least in (("timeout_s", 0.001), ("max_retries", 0), ("max_input_tokens", 1)):
+        for key, variable in SETTING_VARIABLES.items():  # the ranges their variables have
             value = getattr(self, key)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= least):
-                raise ConfigError(f"{key} must be a number of at least {least}, not {value!r}")
-        if self.llm_context_tokens is not None and self.llm_context_tokens < 1:
-            raise ConfigError(
-                f"llm_context_tokens must be at least 1, not {self.llm_context_tokens!r}"
-            )
+            if value is not None:
+                try:
+                    NUMBERS[variable].check(f"{key} ({variable})", value)
+                except SettingError as exc:
+                    raise ConfigError(str(exc)) from None
         if not self.dagster_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"Dagster UI URL {self.dagster_url!r} (HLTM_DAGSTER_URL) must start with "
@@ -162,20 +153,12 @@ class Settings:
         if env.get("HLTM_ADAPT_AUTO_APPROVE"):
             values["adapt_auto_approve"] = env["HLTM_ADAPT_AUTO_APPROVE"] == "1"
         try:  # every number, also those read where they are used, is checked now
-            check_numbers(env)
+            numbers = check_numbers(env)
         except SettingError as exc:
             raise ConfigError(str(exc)) from None
-        for name, key in (
-            ("HLTM_CONCURRENCY", "concurrency"),
-            ("HLTM_TIMEOUT_S", "timeout_s"),
-            ("HLTM_MAX_RETRIES", "max_retries"),
-            ("HLTM_SENSOR_INTERVAL_S", "sensor_interval_s"),
-            ("HLTM_MAX_INPUT_TOKENS", "max_input_tokens"),
-            ("HLTM_LLM_CONTEXT", "llm_context_tokens"),
-        ):
-            value = number(name, env=env)
-            if value is not None:
-                values[key] = value
+        for key, variable in SETTING_VARIABLES.items():
+            if numbers[variable] is not None:
+                values[key] = numbers[variable]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from hltm_resources.text import NUMBER_WORDS
+
 _MONTHS = {
     m: i + 1
     for i, names in enumerate(
@@ -209,29 +211,15 @@ def _latest_year(today: date, month: int, day: int) -> int:
     return today.year if (month, day) <= (today.month, today.day) else today.year - 1
 
 
-_COUNT_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "a couple of": 2,
-    "a few": 3,
-    "several": 4,
-}
+#: How many a question counts back: a number, written as one or as words ("a", "a couple of").
+_COUNT_WORDS = {**NUMBER_WORDS, "a": 1, "an": 1, "a couple of": 2, "a few": 3, "several": 4}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 #: "a week ago", "5 days ago", "a couple of days ago": when something the question asks about
 #: happened. Not "how many days ago" (which asks for the span, not a time to look at).
 _AGO = re.compile(
-    r"(?<!how many )(?<!how long )\b(?P<n>\d+|a couple of|a few|several|an?|one|two|three|four|"
-    r"five|six|seven|eight|nine|ten)\s+(?P<unit>day|week|month|year)s?\s+ago\b",
+    r"(?<!how many )(?<!how long )\b(?P<n>\d+|"
+    + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True))
+    + r")\s+(?P<unit>day|week|month|year)s?\s+ago\b",
     re.I,
 )
 _LAST = re.compile(r"\b(?P<yesterday>yesterday)\b|\blast\s+(?P<unit>week|month|year)\b", re.I)

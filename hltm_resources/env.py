@@ -27,16 +27,33 @@ class Number:
     #: What the setting is, in a few words (for the message).
     what: str
 
-    def parse(self, name: str, text: str) -> int | float:
-        kind = "a whole number" if self.whole else "a number"
+    @property
+    def kind(self) -> str:
+        return "a whole number" if self.whole else "a number"
+
+    def wanted(self) -> str:
         least = int(self.least) if self.least == int(self.least) else self.least
-        wanted = f"{kind} of at least {least} ({self.what})"
+        return f"{self.kind} of at least {least} ({self.what})"
+
+    def parse(self, name: str, text: str) -> int | float:
+        """The value ``text`` (of variable ``name``) stands for, checked."""
         try:
             value: int | float = int(text) if self.whole else float(text)
         except ValueError:
-            raise SettingError(f"{name}={text!r} is not {kind}: set it to {wanted}") from None
-        if (isinstance(value, float) and not math.isfinite(value)) or value < self.least:
-            raise SettingError(f"{name}={text!r} is out of range: set it to {wanted}")
+            raise SettingError(
+                f"{name}={text!r} is not {self.kind}: set it to {self.wanted()}"
+            ) from None
+        return self.check(name, value, shown=repr(text))
+
+    def check(self, name: str, value: object, shown: str | None = None) -> int | float:
+        """``value`` if the setting takes it (``name``: how to name it in the message)."""
+        ok = isinstance(value, int) or (not self.whole and isinstance(value, float))
+        if not ok or isinstance(value, bool):
+            raise SettingError(f"{name}={value!r} is not {self.kind}: set it to {self.wanted()}")
+        if not math.isfinite(value) or value < self.least:
+            raise SettingError(
+                f"{name}={shown or repr(value)} is out of range: set it to {self.wanted()}"
+            )
         return value
 
 
@@ -53,6 +70,18 @@ NUMBERS: dict[str, Number] = {
 }
 
 
+#: The numeric fields of ``Settings`` and the variable that sets each (the others are read
+#: where they are used).
+SETTING_VARIABLES = {
+    "concurrency": "HLTM_CONCURRENCY",
+    "timeout_s": "HLTM_TIMEOUT_S",
+    "max_retries": "HLTM_MAX_RETRIES",
+    "max_input_tokens": "HLTM_MAX_INPUT_TOKENS",
+    "llm_context_tokens": "HLTM_LLM_CONTEXT",
+    "sensor_interval_s": "HLTM_SENSOR_INTERVAL_S",
+}
+
+
 def number(name: str, default: int | float | None = None, env: Mapping[str, str] | None = None):
     """The value of the numeric variable ``name`` (``default`` when unset or empty);
     :class:`SettingError` when it holds no value its setting takes."""
@@ -62,7 +91,7 @@ def number(name: str, default: int | float | None = None, env: Mapping[str, str]
     return NUMBERS[name].parse(name, text.strip())
 
 
-def check_numbers(env: Mapping[str, str] | None = None) -> None:
-    """Refuse, in one line, the first numeric variable that holds no value it takes."""
-    for name in NUMBERS:
-        number(name, env=env)
+def check_numbers(env: Mapping[str, str] | None = None) -> dict[str, int | float | None]:
+    """Every numeric variable's value (None: unset); refuse, in one line, the first one
+    that holds no value it takes."""
+    return {name: number(name, env=env) for name in NUMBERS}

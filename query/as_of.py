@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 
 from hltm_resources.dates import as_of_date, instant, shown
 from hltm_resources.engines.base import Analysis
-from hltm_resources.engines.vocabulary import same_place
+from hltm_resources.engines.vocabulary import same_value_key
+from hltm_resources.models import Facet
 from hltm_resources.stores import database
-from hltm_resources.text import fold, humanize_key, join_human, plural_s
+from hltm_resources.text import humanize_key, join_human, plural_s
 
 #: Facts listed for a leaf when the question names no attribute, and values per attribute at
 #: a parent.
@@ -29,15 +30,10 @@ MAX_LISTED = 12
 
 
 @dataclass(frozen=True)
-class HeldFact:
-    """A leaf's fact with its validity (``valid_to`` "": it still holds)."""
+class HeldFact(Facet):
+    """A fact of leaf ``node_id``, current (``valid_to`` "") or replaced."""
 
-    node_id: str
-    key: str
-    value: str
-    source_ids: tuple[str, ...]
-    valid_from: str
-    valid_to: str
+    node_id: str = ""
 
     def held_at(self, moment: str) -> bool:
         # Undated facts hold throughout: nothing says when they began.
@@ -86,7 +82,9 @@ def leaf_facts(
         ).fetchall()
     skip = set(skip)
     names = {n: name for n, name in names.items() if n not in skip}
-    return names, [HeldFact(n, k, v, tuple(s), f, t) for n, k, v, s, f, t in rows if n in names]
+    return names, [
+        HeldFact(k, v, 1, tuple(s), f, t, node_id=n) for n, k, v, s, f, t in rows if n in names
+    ]
 
 
 @dataclass
@@ -163,7 +161,7 @@ def answer_as_of(
         reasons[node] = [f.reason() for f in shown_facts]
         parts = [
             f"{humanize_key(f.key)}: {f.value} ({f.span()}; {', '.join(f.source_ids)})"
-            for f in shown_facts[:MAX_LISTED]
+            for f in shown_facts
         ]
         return AsOfAnswer(
             f"As of {day}, {label} held " + "; ".join(parts) + ".", [node], reasons, moment
@@ -188,13 +186,12 @@ def answer_as_of(
     parts = []
     for k in keys:
         values = Counter()
-        shown_value: dict[str, str] = {}
+        shown_value: dict[str, str] = {}  # one value, however each leaf writes it
         for n in counted:
-            for folded in {fold(f.value) for f in by_leaf[n] if f.key == k}:
-                values[folded] += 1
-                shown_value.setdefault(
-                    folded, next(f.value for f in by_leaf[n] if fold(f.value) == folded)
-                )
+            held = {same_value_key(k, f.value): f.value for f in by_leaf[n] if f.key == k}
+            for same, written in held.items():
+                values[same] += 1
+                shown_value.setdefault(same, written)
         if not values:
             continue
         top = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_LISTED]
@@ -218,20 +215,25 @@ def answer_as_of(
     )
 
 
-def _sources_by(settings, facts: list[HeldFact], moment: str) -> list[HeldFact]:
-    """``facts`` with only the documents dated by ``moment`` (or undated) as their sources:
-    what stated them then (a fact still held cites later documents too)."""
-    ids = sorted({s for f in facts for s in f.source_ids})
+def _document_dates(settings, doc_ids: Collection[str]) -> dict[str, str]:
+    """Each document's date as memory orders dates ("" undated, or gone)."""
     with database.connect(settings.duckdb_path, read_only=True) as con:
         dates = dict(
             con.execute(
                 "SELECT doc_id, updated_at FROM sot_documents WHERE doc_id IN (SELECT unnest(?))",
-                [ids],
+                [sorted(doc_ids)],
             ).fetchall()
         )
+    return {d: instant(dates.get(d)) for d in doc_ids}
+
+
+def _sources_by(settings, facts: list[HeldFact], moment: str) -> list[HeldFact]:
+    """``facts`` with only the documents dated by ``moment`` (or undated) as their sources:
+    what stated them then (a fact still held cites later documents too)."""
+    when = _document_dates(settings, {s for f in facts for s in f.source_ids})
     out = []
     for f in facts:
-        then = tuple(s for s in f.source_ids if instant(dates.get(s)) <= moment)
+        then = tuple(s for s in f.source_ids if when[s] <= moment)
         out.append(replace(f, source_ids=then or f.source_ids))
     return out
 
@@ -243,14 +245,7 @@ def _said_then(
     text, refs, sources = read_now()
     if not refs or not sources:
         return None
-    with database.connect(settings.duckdb_path, read_only=True) as con:
-        dates = dict(
-            con.execute(
-                "SELECT doc_id, updated_at FROM sot_documents WHERE doc_id IN (SELECT unnest(?))",
-                [sources],
-            ).fetchall()
-        )
-    when = {d: instant(dates.get(d)) for d in sources}
+    when = _document_dates(settings, sources)
     if any(not w or w > moment for w in when.values()):
         return None
     reason = {"by": "evidence", "source_ids": sources, "dated": when}
@@ -258,13 +253,12 @@ def _said_then(
 
 
 def _holds(facts: list[HeldFact], key: str, value: str | None) -> bool:
+    """Whether ``facts`` hold ``value`` of ``key`` (any value when None), by the identity
+    of values every answer uses (:func:`same_value_key`)."""
     if value is None:
         return any(f.key == key for f in facts)
-    return any(
-        f.key == key
-        and (fold(f.value) == fold(value) or (key == "location" and same_place(f.value, value)))
-        for f in facts
-    )
+    wanted = same_value_key(key, value)
+    return any(f.key == key and same_value_key(key, f.value) == wanted for f in facts)
 
 
 def _read(

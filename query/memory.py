@@ -44,9 +44,9 @@ from hltm_resources.engines.base import (
 from hltm_resources.engines.extractive.questions import MATCH_COSINE, MENTION_KEY
 from hltm_resources.engines.understanding import COUNTRY_KEY, REJECTION_WORDS, analyze
 from hltm_resources.engines.vocabulary import (
+    CLOSED_VALUES,
     KEY_DESCRIPTIONS,
     NUMBER_DESCRIPTIONS,
-    WORKPLACE_WORDS,
     YES_NO_KEYS,
     canonical_value,
     names_a_site,
@@ -632,10 +632,9 @@ class Memory:
             ):
                 if k != count:
                     values.setdefault(k, set()).add(v)
-            if "workplace_type" in values:
-                # A closed set: each of its values is one a question may name ("remote,
-                # hybrid or on-site?"), held in the tree or not.
-                values["workplace_type"].update(WORKPLACE_WORDS.values())
+            for key, closed in CLOSED_VALUES.items():  # where the tree has the key
+                if key in values:
+                    values[key].update(closed)
             tree = {k: sorted(v) for k, v in values.items()}
             self._tree_vocab = (version, tree, value_aliases(tree))
         return self._tree_vocab[1], self._tree_vocab[2]

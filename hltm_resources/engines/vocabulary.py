@@ -233,6 +233,9 @@ WORKPLACE_WORDS = {
     "in the office": "on-site",
     "office based": "on-site",
 }
+#: Keys whose values are a closed set: a question may name any of them ("remote, hybrid or
+#: on-site?") whether or not a document of the tree holds it now.
+CLOSED_VALUES = {"workplace_type": frozenset(WORKPLACE_WORDS.values())}
 #: Words by which a workplace arrangement is described, whatever the phrasing ("work from
 #: home", "office-based", "blended: office + home", "in person at the site"): where people
 #: work (home or office) and whether the arrangement mixes both.

@@ -213,49 +213,44 @@ def read_memories(con, node_ids: Sequence[str], evidence: bool = True) -> dict[s
             [ids, INVALIDATED],
         ).fetchall()
     }
-    facets: dict[str, list[Facet]] = {n: [] for n in nodes}
-    for n, k, v, s, src, since in con.execute(
-        "SELECT node_id, key, value, support, source_ids, valid_from FROM mem_facets "
-        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
-        [ids],
-    ).fetchall():
-        if n in facets:
-            facets[n].append(Facet(k, v, s, tuple(src), since or ""))
-    history: dict[str, list[Facet]] = {n: [] for n in nodes}
-    for n, k, v, src, since, until in con.execute(
-        "SELECT node_id, key, value, source_ids, valid_from, valid_to FROM mem_history "
-        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
-        [ids],
-    ).fetchall():
-        if n in history:
-            history[n].append(Facet(k, v, 1, tuple(src), since or "", until))
-    qa: dict[str, list[QAPair]] = {n: [] for n in nodes}
-    for n, q, a, src in con.execute(
-        "SELECT node_id, question, answer, source_ids FROM mem_qa "
-        "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
-        [ids],
-    ).fetchall():
-        if n in qa:
-            qa[n].append(QAPair(q, a, tuple(src)))
-    summaries: dict[str, Summary] = {}
-    for n, d, c, src in con.execute(
-        "SELECT node_id, detailed, concise, source_ids FROM mem_summaries "
-        "WHERE node_id IN (SELECT unnest(?))",
-        [ids],
-    ).fetchall():
-        summaries[n] = Summary(d, c, tuple(src))
-    passages: dict[str, list[Passage]] = {n: [] for n in nodes}
-    for n, *values in (
-        con.execute(
-            f"SELECT node_id, {', '.join(PASSAGE_FIELDS)} FROM mem_evidence "
+
+    def rows(table: str, columns: str, make) -> dict[str, list]:
+        """Each node's items of ``table`` in their order, each made by ``make`` from its
+        ``columns``."""
+        out: dict[str, list] = {n: [] for n in nodes}
+        for n, *values in con.execute(
+            f"SELECT node_id, {columns} FROM {table} "
             "WHERE node_id IN (SELECT unnest(?)) ORDER BY node_id, ord",
             [ids],
-        ).fetchall()
+        ).fetchall():
+            if n in out:
+                out[n].append(make(*values))
+        return out
+
+    facets = rows(
+        "mem_facets",
+        "key, value, support, source_ids, valid_from",
+        lambda k, v, n, src, since: Facet(k, v, n, tuple(src), since or ""),
+    )
+    history = rows(
+        "mem_history",
+        "key, value, source_ids, valid_from, valid_to",
+        lambda k, v, src, since, until: Facet(k, v, 1, tuple(src), since or "", until),
+    )
+    qa = rows("mem_qa", "question, answer, source_ids", lambda q, a, src: QAPair(q, a, tuple(src)))
+    passages = (
+        rows("mem_evidence", ", ".join(PASSAGE_FIELDS), Passage)
         if evidence
-        else ()
-    ):
-        if n in passages:
-            passages[n].append(Passage(*values))
+        else {n: [] for n in nodes}
+    )
+    summaries = {
+        n: Summary(d, c, tuple(src))
+        for n, d, c, src in con.execute(
+            "SELECT node_id, detailed, concise, source_ids FROM mem_summaries "
+            "WHERE node_id IN (SELECT unnest(?))",
+            [ids],
+        ).fetchall()
+    }
     out = {}
     for n, (level, leaf_count) in nodes.items():
         if n in summaries:
