@@ -3,8 +3,8 @@
 import dagster as dg
 
 from hltm_assets.assets import WRITER_POOL
-from hltm_resources.build.adaptation import propose
-from hltm_resources.build.indexer import Indexer
+from hltm_resources.indexing.adaptation import propose
+from hltm_resources.indexing.indexer import Indexer
 
 QUERY_LOG = dg.AssetSpec(
     "query_log",

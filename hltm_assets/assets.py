@@ -23,8 +23,8 @@ from dagster._core.execution.context.metadata_logging import (
 from hltm_assets import progress
 from hltm_assets.catalog import OWNERS, asset_metadata, asset_tags, linked_to_git
 from hltm_assets.partitions import TreePartitions
-from hltm_resources.build.indexer import BuildReport, Indexer, StaleTopologyError
 from hltm_resources.config import Settings
+from hltm_resources.indexing.indexer import BuildReport, Indexer, StaleTopologyError
 from hltm_resources.stores.lock import run_lock
 
 #: Runs that write the stores share this pool (limit 1 in dagster.yaml): one DuckDB writer.
@@ -211,7 +211,7 @@ def level_asset(
         kinds={"duckdb", "lancedb"},
         automation_condition=None if child is None else dg.AutomationCondition.eager(),
         description=description,
-        metadata=asset_metadata(settings, level),
+        metadata=asset_metadata(settings, level, body=build_level),
         owners=OWNERS,
         tags=asset_tags(level),
         op_tags={TREE_TAG: tree.fingerprint},

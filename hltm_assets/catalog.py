@@ -16,9 +16,9 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import Settings
 from hltm_resources.engines import MemoryAgents
+from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.stores.database import MEMORY_SCHEMA
 from hltm_resources.stores.vectors import TABLES
 
@@ -59,22 +59,20 @@ def _reference(fn: Callable, label: str) -> dg.LocalFileCodeReference:
     )
 
 
-def code_references(leaf: bool) -> dg.CodeReferencesMetadataValue:
-    """The asset body, the indexer it calls and the engine step that makes the memory."""
-    from hltm_assets.assets import build_level
-
+def code_references(leaf: bool, body: Callable) -> dg.CodeReferencesMetadataValue:
+    """The asset ``body``, the indexer it calls and the engine step that makes the memory."""
     step = MemoryAgents.build_leaf if leaf else MemoryAgents.aggregate
     return dg.CodeReferencesMetadataValue(
         code_references=[
-            _reference(build_level, "asset body"),
+            _reference(body, "asset body"),
             _reference(Indexer.build, "Indexer.build"),
             _reference(step, f"MemoryAgents.{step.__name__}"),
         ]
     )
 
 
-def asset_metadata(settings: Settings, level: str) -> dict:
-    """The definition metadata of one level's asset."""
+def asset_metadata(settings: Settings, level: str, body: Callable) -> dict:
+    """The definition metadata of one level's asset, whose partitions ``body`` builds."""
     schema = settings.schema
     columns = view_columns()
     nodes = dg.TableSchema(columns=[dg.TableColumn(n, t) for n, t in columns["memory_nodes"]])
@@ -89,7 +87,7 @@ def asset_metadata(settings: Settings, level: str) -> dict:
     return {
         "dagster/column_schema": nodes,
         "dagster/table_name": "memory_nodes",
-        "dagster/code_references": code_references(schema.is_leaf(level)),
+        "dagster/code_references": code_references(schema.is_leaf(level), body),
         "views": dg.MetadataValue.md(
             f"One row per {schema.level(level).noun} in `memory_nodes`, its items in the "
             f"other views (DuckDB, read-only):\n\n{views}\n\n{example}"

@@ -10,9 +10,9 @@ from hltm_assets.history import (
     ASSET_PARTITION_RANGE_START_TAG,
     PARTITION_TAG,
 )
-from hltm_resources.build.checks import check_level
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.verify import verify
+from hltm_resources.indexing.checks import check_level
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.verify import verify
 
 
 def completeness_check(asset: dg.AssetsDefinition, level: str) -> dg.AssetChecksDefinition:

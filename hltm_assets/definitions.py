@@ -23,8 +23,8 @@ from hltm_assets.checks import build_checks, build_lossless_check
 from hltm_assets.partitions import TreePartitions, read_tree, tree_partitions
 from hltm_assets.resources import HLTMResource
 from hltm_assets.sensors import build_sensor
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import Settings
+from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.schema import Level
 
 
@@ -100,3 +100,22 @@ def build_definitions(
 def defs() -> dg.Definitions:
     """Definitions for the home in ``$HLTM_HOME`` (default ``./.hltm``), tree in ``$HLTM_TREE``."""
     return build_definitions(Settings.from_env())
+
+
+#: Where a run launched onto the workers finds its definitions: ``defs_for_<tree fingerprint>``
+#: of this module (:func:`__getattr__`). Dagster keeps the last job it reconstructed per
+#: process, keyed by where the job came from; a name per tree makes a long-lived worker build
+#: a run's definitions again once the tree its coordinator planned from is another one.
+TREE_DEFS_PREFIX = "defs_for_"
+
+
+def tree_defs_name(tree: TreePartitions) -> str:
+    """The attribute naming the definitions of ``tree`` (see :data:`TREE_DEFS_PREFIX`)."""
+    return TREE_DEFS_PREFIX + tree.fingerprint
+
+
+def __getattr__(name: str) -> dg.Definitions:
+    if name.startswith(TREE_DEFS_PREFIX):
+        # The source of truth's tree now: a run checks it is the one it was launched for.
+        return build_definitions(Settings.from_env())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,21 +23,23 @@ import dagster as dg
 
 from hltm_assets import progress
 from hltm_assets.assets import ONLY_CHANGED_TAG
-from hltm_assets.definitions import build_definitions, level_job_name
+from hltm_assets.definitions import build_definitions, level_job_name, tree_defs_name
 from hltm_assets.history import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
+    PARTITIONS_TAG,
+    TRIGGER_TAG,
     distributed_instance_dir,
     open_instance,
 )
 from hltm_assets.partitions import KeyRange, TreePartitions, range_label, sibling_ranges
-from hltm_assets.runner import PARTITIONS_TAG, TRIGGER_TAG, IndexResult, LevelKeys
-from hltm_resources.build.erasure import complete_erasures
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.plan import Plan
-from hltm_resources.config import DeploymentError, Settings
+from hltm_assets.runs import IndexResult, LevelKeys
+from hltm_resources.config import Settings
+from hltm_resources.indexing.erasure import complete_erasures
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.plan import Plan
 from hltm_resources.stores import database
-from hltm_resources.stores.lake import CATALOG
+from hltm_resources.stores.lake import CATALOG, DeploymentError
 from hltm_resources.stores.lock import home_lock
 
 #: The Celery queue of HLTM's runs (dagster-celery's default).
@@ -146,7 +148,7 @@ class DistributedIndex:
         self.result = result
         self.only_changed = not full
         self.defs = build_definitions(settings, tree=tree)
-        self.repo = ReconstructableRepository.for_module(CODE_MODULE, "defs")
+        self.repo = ReconstructableRepository.for_module(CODE_MODULE, tree_defs_name(tree))
         self.app = celery_app(settings)
         self.workers = live_workers(self.app)
         if not self.workers:

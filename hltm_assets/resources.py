@@ -2,7 +2,7 @@
 
 Its config fields are generated from the fields of :class:`Settings` (one declaration: a new
 setting appears here by itself). At run time it vends the plain-library object the assets use,
-an :class:`~hltm_resources.build.indexer.Indexer` (``create_resource``). The CLI's in-process
+an :class:`~hltm_resources.indexing.indexer.Indexer` (``create_resource``). The CLI's in-process
 runs pass their own Indexer instead (see :func:`hltm_assets.definitions.build_definitions`),
 so one engine and one embedder serve every run of an ``hltm index``.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field, create_model
 
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import ConfigError, Settings
+from hltm_resources.indexing.indexer import Indexer
 
 #: Settings the UI shows with a sentence of help.
 _HELP = {

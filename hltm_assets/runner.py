@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -21,11 +20,15 @@ import dagster as dg
 from hltm_assets import progress
 from hltm_assets.assets import ONLY_CHANGED_TAG, partition_metadata
 from hltm_assets.definitions import build_definitions, level_job_name
+from hltm_assets.distributed import run_index_distributed
 from hltm_assets.history import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
-    RUNLESS_RUN_ID,
+    PARTITIONS_TAG,
+    REPORTED,
+    TRIGGER_TAG,
     open_instance,
+    record_materializations,
 )
 from hltm_assets.partitions import (
     KeyRange,
@@ -35,10 +38,11 @@ from hltm_assets.partitions import (
     sibling_ranges,
     tree_partitions,
 )
-from hltm_resources.build.erasure import complete_erasures
-from hltm_resources.build.indexer import BuildReport, Indexer, NodeBuildError
-from hltm_resources.build.plan import Plan
+from hltm_assets.runs import IndexResult, LevelKeys
 from hltm_resources.config import Settings
+from hltm_resources.indexing.erasure import complete_erasures
+from hltm_resources.indexing.indexer import BuildReport, Indexer, NodeBuildError
+from hltm_resources.indexing.plan import Plan
 from hltm_resources.stores.lock import home_lock
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
@@ -47,9 +51,6 @@ from hltm_resources.stores.lock import home_lock
 # serializes its own runs with the `hltm_writer` pool.
 # Runs carry Dagster's partition-range tags (history.py), so the asset sees every key of the
 # range in ``context.partition_keys``.
-TRIGGER_TAG = "hltm/trigger"
-#: The partition range of a run as a person reads it (:func:`range_label`).
-PARTITIONS_TAG = "hltm/partitions"
 #: Ranges of nearby parents are one run when at most this many partitions lie between them.
 #: At 10k leaves a run that builds costs about 0.45 s more than the nodes it builds, and a
 #: current partition inside a range about 2 ms (BENCHMARKS.md, Scale): spanning up to 200
@@ -58,99 +59,8 @@ RANGE_GAP = 200
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-#: The engine's usage counts a run's ``batch`` metadata carries.
-USAGE_KEYS = ("engine_calls", "llm_calls", "prompt_tokens", "completion_tokens", "cache_hits")
-
-
-@dataclass(frozen=True)
-class LevelKeys:
-    """A level's partitions as its runs see them: ``recorded`` are current nodes whose
-    children the level below recorded, so they must be recorded too (see
-    :func:`sibling_ranges`)."""
-
-    ordered: list[str]
-    nodes: dict
-    recorded: list[str]
-    parent_of: dict[str, str | None]
-    position: dict[str, int]
-
-    @classmethod
-    def of(cls, tree: TreePartitions, level: str, keys: list[str], recorded_children: set[str]):
-        ordered = tree.of_level(level).get_partition_keys()
-        nodes = tree.topology.level(level)
-        parents = {tree.topology.node(n).parent_id for n in recorded_children}
-        to_build = set(keys)
-        recorded = [k for k in ordered if nodes[k].node_id in parents and k not in to_build]
-        parent_of = {k: nodes[k].parent_id for k in [*keys, *recorded]}
-        return cls(ordered, nodes, recorded, parent_of, {k: i for i, k in enumerate(ordered)})
-
-    def node_ids(self, span: KeyRange) -> list[str]:
-        """The node ids of every partition from ``span.start`` to ``span.end``."""
-        first, last = self.position[span.start], self.position[span.end]
-        return [self.nodes[k].node_id for k in self.ordered[first : last + 1]]
-
-
 #: The Dagster instance whose storage lives in the home (a context manager).
 dagster_instance = open_instance
-
-
-@dataclass
-class IndexResult:
-    plan: Plan
-    #: Nodes built per level (not the current ones a range run left as they were).
-    built: dict[str, int] = field(default_factory=dict)
-    failed: list[str] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    runs: int = 0
-    seconds: float = 0.0
-    embedded_texts: int = 0
-    embedding_calls: int = 0
-    #: Seconds inside the asset bodies, by phase (engine, embed, write), summed over runs.
-    phases: dict[str, float] = field(
-        default_factory=lambda: {"engine": 0.0, "embed": 0.0, "write": 0.0}
-    )
-    plan_seconds: float = 0.0
-    usage_encoding: str | None = None
-
-    def __post_init__(self) -> None:
-        for level in self.plan.schema.names:
-            self.built.setdefault(level, 0)
-
-    def add_batch(self, batch: dict, usage: bool = False) -> int:
-        """Add a run's ``batch`` metadata (the same on every partition) to the timings, and
-        with ``usage`` to the embedded texts and the engine's counts (runs in other processes
-        report them only there); returns the nodes it built."""
-        for phase in self.phases:
-            self.phases[phase] += float(batch[f"{phase}_seconds"])
-        if usage:
-            self.embedded_texts += int(batch.get("embedded_texts", 0))
-            for key in USAGE_KEYS:
-                if isinstance(batch.get(key), int):
-                    self.usage[key] = self.usage.get(key, 0) + batch[key]
-        return int(batch["nodes_built"])
-
-    def as_json(self) -> dict:
-        """``leaves_built``, then ``<level plural>_built`` per parent level, then costs."""
-        u = self.usage
-        schema = self.plan.schema
-        out = {"leaves_built": self.built[schema.leaf.name]}
-        for level in schema.parents_bottom_up:
-            out[f"{schema.level(level).plural}_built"] = self.built[level]
-        return out | {
-            "engine_calls": u.get("engine_calls", 0),
-            "llm_calls": u.get("llm_calls", 0),
-            "prompt_tokens": u.get("prompt_tokens", 0),
-            "completion_tokens": u.get("completion_tokens", 0),
-            "cache_hits": u.get("cache_hits", 0),
-            "embedding_calls": self.embedding_calls,
-            "embedded_texts": self.embedded_texts,
-            "retries": u.get("retries", 0),
-            "token_encoding": self.usage_encoding,
-            "purged": len(self.plan.purge),
-            "dagster_runs": self.runs,
-            "failed_runs": self.failed,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -188,6 +98,10 @@ def _run(
     )
     result.runs += 1
     if not run.success:
+        if _interrupted(run):
+            # Ctrl-C or SIGTERM stopped it: stop here, not run its parts again (a failed
+            # range is retried in halves, which would go on building for as long as it takes).
+            raise KeyboardInterrupt
         return None
     events = run.get_asset_materialization_events()
     if not events:
@@ -195,10 +109,17 @@ def _run(
     return result.add_batch(events[0].materialization.metadata["batch"].value)
 
 
-#: The ``hltm/trigger`` tag of a materialization the memory service reported without a run.
-REPORTED = "serve"
-#: The job name Dagster gives an event reported without a run.
-RUNLESS_JOB_NAME = ""
+def _interrupted(run) -> bool:
+    """Whether a failed run failed because its process was interrupted (SIGINT, SIGTERM)."""
+    for event in run.all_events:
+        if not event.is_step_failure:
+            continue
+        error = event.step_failure_data.error
+        while error is not None:
+            if error.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                return True
+            error = error.cause
+    return False
 
 
 def report_level(
@@ -232,30 +153,6 @@ def report_level(
         ],
     )
     return report, failures
-
-
-def record_materializations(instance, materializations: list[dg.AssetMaterialization]) -> None:
-    """What ``instance.report_runless_asset_event`` does for each, stored as one batch (one
-    transaction: :mod:`hltm_assets.event_log`) instead of one commit each (about 6 ms)."""
-    from dagster._core.events import (
-        DagsterEvent,
-        DagsterEventBatchMetadata,
-        DagsterEventType,
-        StepMaterializationData,
-        generate_event_batch_id,
-    )
-
-    batch = generate_event_batch_id()
-    last = len(materializations) - 1
-    for i, materialization in enumerate(materializations):
-        event = DagsterEvent(
-            event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
-            event_specific_data=StepMaterializationData(materialization),
-            job_name=RUNLESS_JOB_NAME,
-        )
-        instance.report_dagster_event(
-            event, run_id=RUNLESS_RUN_ID, batch_metadata=DagsterEventBatchMetadata(batch, i == last)
-        )
 
 
 def _materialize_level(
@@ -369,8 +266,6 @@ def run_index(
     passed in must then be an incremental one, or its current nodes are not rebuilt).
     """
     if settings.distributed:
-        from hltm_assets.distributed import run_index_distributed
-
         return run_index_distributed(settings, full, show_progress, plan, reset_vectors, indexer)
     with home_lock(settings, "index"):
         return _run_index(

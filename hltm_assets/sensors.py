@@ -6,8 +6,8 @@ import time
 import dagster as dg
 
 from hltm_assets.partitions import TreePartitions, read_tree
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.nearline import Request, decide
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.nearline import Request, decide
 
 
 def _run_request(r: Request, jobs: dict) -> dg.RunRequest:

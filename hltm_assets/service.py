@@ -27,14 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from hltm_resources.build.erasure import complete_erasures
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.writes import WriteReport, clear_pending, record_changes
 from hltm_resources.config import Settings
 from hltm_resources.faults import fault
+from hltm_resources.indexing.erasure import complete_erasures
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.writes import WriteReport, clear_pending, record_changes
 from hltm_resources.stores import database
 from hltm_resources.stores.changes import DOCUMENT, Change, ChangeError, SotIds
-from hltm_resources.stores.lock import SERVICE_FILE, home_lock
+from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import pending_leaves
 from hltm_resources.stores.sot import read_topology
 
@@ -468,75 +468,8 @@ class MemoryService:
         return self._defs[1]
 
 
-# -- over HTTP -----------------------------------------------------------------------------
-
-
-def serve(
-    settings: Settings,
-    host: str = "127.0.0.1",
-    port: int = 8766,
-    on_ready=None,
-    max_runs: int = MAX_RUNS,
-) -> None:
-    """Run the service over HTTP until interrupted; ``<home>/service.json`` says where."""
-    service = MemoryService(settings, max_runs=max_runs)
-    sock = bound_socket(host, port)  # from now on a client's connection waits in the backlog
-    with service.running(), published(service, sock, host) as (server, url):
-        if on_ready is not None:
-            on_ready(url)
-        server.run(sockets=[sock])
-
-
-def bound_socket(host: str, port: int):
-    """A listening socket on ``host``:``port`` (0: any free port)."""
-    import socket
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    return sock
-
-
-@contextlib.contextmanager
-def published(service: MemoryService, sock, host: str):
-    """The application over the running ``service`` as a uvicorn server for ``sock`` (not
-    started: ``server.run(sockets=[sock])``), and its URL, announced in
-    ``<home>/service.json`` until the block ends."""
-    import json
-    import os
-    import secrets
-
-    import uvicorn
-
-    from hltm_assets.server import build_app
-
-    # Loopback without a token stays open for development; any other address needs one.
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    home_key = secrets.token_urlsafe(32)
-    app = build_app(service, tokens_required=not loopback, host=host, home_key=home_key)
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=5
-    )
-    server = uvicorn.Server(config)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{sock.getsockname()[1]}"
-    where = service.settings.home / SERVICE_FILE
-    # Readable by the home's owner only: the key lets this user's own commands (hltm
-    # remember, ask, token create, mcp) through without a token, as loopback lets everyone.
-    fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(json.dumps({"url": url, "pid": os.getpid(), "key": home_key}) + "\n")
-    try:
-        yield server, url
-    finally:
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            if json.loads(where.read_text()).get("pid") == os.getpid():
-                where.unlink()
-
-
 def dagster_build(settings: Settings):
-    """A :data:`~hltm_resources.build.writes.Build` for direct writes (no service running):
+    """A :data:`~hltm_resources.indexing.writes.Build` for direct writes (no service running):
     the write's plan run through the Dagster assets, recorded in the home's instance."""
 
     def build(leaves: list[str]) -> dict[str, int]:

@@ -37,10 +37,6 @@ class ConfigError(ValueError):
     """A setting that is missing or inconsistent."""
 
 
-class DeploymentError(RuntimeError):
-    """A service of the distributed deployment is missing, unreachable or not set up."""
-
-
 def resolve_home(home: str | os.PathLike | None = None) -> Path:
     """The memory home: the argument, else ``$HLTM_HOME``, else ``./.hltm``."""
     value = home if home not in (None, "") else os.environ.get("HLTM_HOME") or DEFAULT_HOME

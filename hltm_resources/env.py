@@ -67,6 +67,7 @@ NUMBERS: dict[str, Number] = {
     "HLTM_SENSOR_INTERVAL_S": Number(True, 1, "seconds between sensor evaluations"),
     "HLTM_LOCK_WAIT": Number(False, 0, "seconds a writer waits for the home's lock"),
     "HLTM_VECTOR_INDEX_MIN_ROWS": Number(True, 1, "rows from which a table gets a vector index"),
+    "HLTM_MAX_DOCUMENT_BYTES": Number(True, 1000, "bytes of UTF-8 one document's text may hold"),
 }
 
 

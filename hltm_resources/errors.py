@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from hltm_resources.build.indexer import StaleTopologyError
-from hltm_resources.config import ConfigError, DeploymentError
+from hltm_resources.config import ConfigError
 from hltm_resources.dates import AsOfError
 from hltm_resources.embedding import EmbedderError
 from hltm_resources.env import SettingError
 from hltm_resources.ids import InvalidIdError
+from hltm_resources.indexing.indexer import StaleTopologyError
 from hltm_resources.stores.changes import ChangeError
 from hltm_resources.stores.database import NoMemoryError, StoreBusyError
+from hltm_resources.stores.lake import DeploymentError
 from hltm_resources.stores.lock import HomeBusyError
 from hltm_resources.stores.sot import SnapshotError
 from hltm_resources.stores.tokens import TokenError

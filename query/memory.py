@@ -20,7 +20,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from hltm_resources.build.erasure import GONE, pending_erasures
 from hltm_resources.config import Settings
 from hltm_resources.dates import TimeAsked, as_of_date, instant, time_asked, time_window
 from hltm_resources.embedding import Embedder, make_embedder, setting_for_model
@@ -55,6 +54,7 @@ from hltm_resources.engines.vocabulary import (
     same_value_key,
 )
 from hltm_resources.errors import QuestionError, ScopeError, ScopeLeakError
+from hltm_resources.indexing.erasure import GONE, pending_erasures
 from hltm_resources.stores import database
 from hltm_resources.stores.database import StoreBusyError
 from hltm_resources.stores.vectors import (

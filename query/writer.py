@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hltm_resources.build.writes import Build, write
 from hltm_resources.config import Settings
 from hltm_resources.ids import check_raw_id, parse_node_id
+from hltm_resources.indexing.writes import Build, write
 from hltm_resources.schema import TreeSchema
 from hltm_resources.stores.changes import DOCUMENT, Change, ChangeError, parse_changes
 from hltm_resources.stores.lock import running_service

@@ -65,7 +65,7 @@ def snapshot_dir(tmp_path_factory, world) -> Path:
 
 def build_all(settings: Settings) -> dict:
     """Build every node the plan asks for, level by level (plain indexer, no Dagster)."""
-    from hltm_resources.build.indexer import Indexer
+    from hltm_resources.indexing.indexer import Indexer
 
     return Indexer(settings).build_all().counts()
 
@@ -85,7 +85,7 @@ def stored_vectors(settings: Settings) -> dict[tuple[str, str, str], list[float]
 
 
 def loaded_and_built(home: Path, snapshot: Path) -> Settings:
-    from hltm_resources.build.loading import load_and_build
+    from hltm_resources.indexing.loading import load_and_build
 
     settings = Settings(home=home)
     load_and_build(settings, snapshot)

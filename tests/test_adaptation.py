@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from hltm_resources.build import adaptation
-from hltm_resources.build.adaptation import MiningParams, to_template
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.engines.base import Hints, ScopeVocabulary
+from hltm_resources.indexing import adaptation
+from hltm_resources.indexing.adaptation import MiningParams, to_template
+from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.stores import database
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -54,6 +54,11 @@ SNAPSHOT_CASES = {
     "true": ("projects.jsonl", b"true\n", "not a JSON object"),
     "empty object": ("projects.jsonl", b"{}\n", "missing fields"),
     "missing text": ("documents.jsonl", b'{"doc_id": "d", "project_id": "p1"}\n', "missing"),
+    "a document over the size limit": (
+        "documents.jsonl",
+        document(text="x" * 1_000_001),
+        "1,000,001 bytes, over the 1,000,000 one field may hold (HLTM_MAX_DOCUMENT_BYTES)",
+    ),
     "lone surrogate in text": (
         "documents.jsonl",
         b'{"doc_id": "p1-s", "project_id": "p1", "kind": "k", "updated_at": "2026-05-01", '
@@ -116,6 +121,7 @@ ARGUMENT_CASES = {
     "delete an unknown node": (["delete", "project:p404"], "not in the source of truth"),
     "delete a malformed id": (["delete", "project:a/b"], "not a valid id"),
     "load a missing directory": (["load", "/nonexistent/snapshot"], "not a directory"),
+    "load --rebuild on a home": (["load", "--rebuild", "/nonexistent/snapshot"], "distributed"),
     "--queries without --out": (["ask", "--queries", "q.jsonl"], "--out"),
 }
 
@@ -226,6 +232,7 @@ NUMERIC_SETTINGS = {
     "HLTM_SENSOR_INTERVAL_S": ("0",),
     "HLTM_LOCK_WAIT": ("-1", "inf"),
     "HLTM_VECTOR_INDEX_MIN_ROWS": ("0", "1e9"),
+    "HLTM_MAX_DOCUMENT_BYTES": ("999", "1.5e6"),
 }
 
 
@@ -255,3 +262,19 @@ def test_ask_under_another_tree_than_the_homes_is_refused_as_load_and_index_are(
     for argv in (["ask", "Where?", "--scope", scope], ["index", "--json"]):
         error = refused(capsys, ["--home", str(home), *argv])
         assert "holds a tree 'account>seat>project'" in error and "HLTM_TREE=" in error, error
+
+
+def test_a_document_over_the_size_limit_is_refused_when_written_too_and_the_limit_is_a_setting(
+    monkeypatch,
+):
+    from hltm_resources.schema import DEFAULT_SCHEMA
+    from hltm_resources.stores.changes import ChangeError, parse_changes
+
+    record = json.loads(document(text="é" * 500_001))  # 1,000,002 bytes of UTF-8
+    change = {"op": "upsert", "level": "document", "record": record}
+    with pytest.raises(ChangeError, match="HLTM_MAX_DOCUMENT_BYTES"):
+        parse_changes([change], DEFAULT_SCHEMA, "remember")
+    monkeypatch.setenv("HLTM_MAX_DOCUMENT_BYTES", "2000000")
+    assert [c.record["text"] for c in parse_changes([change], DEFAULT_SCHEMA, "remember")] == [
+        record["text"]
+    ]

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from hltm_resources.build.checks import check_level
 from hltm_resources.config import Settings
+from hltm_resources.indexing.checks import check_level
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from query import Memory
 from tests.conftest import write_tree
 from tests.test_faults import hltm
+
+pytestmark = pytest.mark.slow
 
 
 def snapshot(directory: Path, p1_account: str = "acme", drop: tuple[str, ...] = ()) -> Path:

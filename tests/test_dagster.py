@@ -8,11 +8,11 @@ from hltm_assets.definitions import build_definitions, defs, level_job_name
 from hltm_assets.partitions import read_tree, tree_partitions
 from hltm_assets.resources import HLTMResource
 from hltm_assets.runner import dagster_instance, run_index
-from hltm_resources.build.checks import check_level
-from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
 from hltm_resources.embedding import MINILM_TOKENWISE_MODEL_ID
 from hltm_resources.engines.extractive.agents import EXTRACTIVE_VERSION
+from hltm_resources.indexing.checks import check_level
+from hltm_resources.indexing.loading import load_snapshot
 
 
 def test_definitions_load_on_an_empty_home(tmp_path, monkeypatch):

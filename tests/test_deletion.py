@@ -10,6 +10,8 @@ import duckdb
 import lancedb
 import pytest
 
+from hltm_assets.partitions import read_tree
+from hltm_resources.config import Settings
 from query.evaluation.data.sample_world import generate_world, make_queries, write_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +83,9 @@ def test_delete_project_leaves_nothing_behind(tmp_path):
     home = tmp_path / "home"
     hltm(home, "load", str(write_snapshot(world, tmp_path / "snap")))
     hltm(home, "index")
-    victim = world.projects[2]
+    # The first partition of its level: the range a run's checks covered starts with it.
+    first = next(iter(read_tree(Settings(home=home)).level("project")))
+    victim = next(p for p in world.projects if p["project_id"] == first)
     pid = victim["project_id"]
     sentence = f"Internal code name: {world.truth[pid].codename}"
     seat = victim["seat_id"]
@@ -112,9 +116,11 @@ def test_delete_project_leaves_nothing_behind(tmp_path):
     # removed), caches, and Dagster's run storage under the home.
     assert raw_hits(home, needle) == []
     assert sentence not in json.dumps(raw_hits(home, sentence))
+    # Nor its id: not in Dagster's run history, nor in its asset checks' results (whose
+    # metadata names the partitions a run checked).
+    assert raw_hits(home, pid) == []
     # No question at any scope cites the deleted project.
     queries = make_queries(world, seed=3)
-    from hltm_resources.config import Settings
     from query import Memory
 
     mem = Memory(Settings(home=home), log_queries=False)

@@ -6,7 +6,10 @@ Specification:
 - a worker killed in the middle of a run loses nothing: that index reports the lost run, the
   next one builds what is left, and ``hltm verify`` is identical;
 - a deleted project leaves no trace on the object store (the lake's Parquet files, LanceDB's
-  files of every version) nor in PostgreSQL (Dagster's run history, the lake's catalog).
+  files of every version) nor in PostgreSQL (Dagster's run history, the lake's catalog), even
+  when the deleting coordinator dies half-way and another one finishes the erasure;
+- the workers follow the tree: indexes after loads that change it build, on the same workers;
+- workers that make the catalog at the same moment all succeed.
 
 Skipped, with the reason, where the services cannot run (no PostgreSQL or Redis binaries, no
 ``hltm[distributed]``); ``HLTM_REQUIRE_DISTRIBUTED=1`` (``.ci/run``) makes that a failure.
@@ -27,6 +30,8 @@ from pathlib import Path
 import pytest
 
 from hltm_assets.cli import services
+from hltm_resources.faults import ENV as FAULT_ENV
+from tests.conftest import write_tree
 
 pytestmark = pytest.mark.slow
 
@@ -288,16 +293,70 @@ def test_workers_build_what_one_machine_builds_and_a_killed_worker_loses_nothing
         assert any("/ducklake/" in k for k in held), held
         assert any("/lancedb/" in k for k in held), held
         assert postgres_holding(env, SENTINEL)
-        deleted = hltm(env, coordinator, "delete", f"project:{DOOMED}")
-        assert deleted.returncode == 0, deleted.stderr
+        # The deleting coordinator dies after the erased stores were cleaned and before the
+        # files were rewritten: another coordinator (another machine's home) sees the erasure
+        # pending in the shared deployment and finishes it.
+        deleted = hltm(env | {FAULT_ENV: "erase:journal-cleared"}, coordinator, "delete",
+                       f"project:{DOOMED}")  # fmt: skip
+        assert deleted.returncode == -signal.SIGKILL, deleted.stderr
+        other = tmp_path / "coordinator2"
+        pending = hltm(env, other, "check")
+        assert pending.returncode != 0 and "erasure" in pending.stdout + pending.stderr
+        finished = hltm(env, other, "index")
+        assert finished.returncode == 0, finished.stderr
         assert objects_holding(env, settings, SENTINEL) == []
         assert not postgres_holding(env, SENTINEL)
         verified = hltm(env, coordinator, "verify", "--json")
         assert json.loads(verified.stdout)["identical"], verified.stdout
         checked = hltm(env, coordinator, "check")
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+        # The tree changes under the same long-lived workers, which built every level before:
+        # each index builds the tree its coordinator planned from (a worker used to run a level
+        # with the definitions of the tree it first saw, and fail on a stale partition mapping).
+        for file in ("projects.jsonl", "documents.jsonl"):  # the deleted project stays so
+            lines = (snap / file).read_text().splitlines(keepends=True)
+            (snap / file).write_text("".join(x for x in lines if DOOMED not in x))
+        workers.start("w3")  # two workers again, each holding the definitions it last ran
+        wait_for(lambda: len(live_workers(app, 1.0)) == 2, "two workers")
+        for n in range(3):
+            add_project(snap, f"late{n}")
+            # A new note on many projects: each index runs the leaf level as several runs,
+            # spread over both workers.
+            add_note(snap, f"u{n}", "Update: the client now also asks for on-call experience.")
+            for args in (("load", str(snap)), ("index",)):
+                done = hltm(env, coordinator, *args)
+                assert done.returncode == 0, done.stderr
+        assert json.loads(hltm(env, coordinator, "index", "--json").stdout)["leaves_built"] == 0
     finally:
         workers.stop()
+
+
+def add_note(snap: Path, tag: str, text: str, every: int = 5) -> None:
+    """Append a document ``<project>-<tag>`` stating ``text`` to every ``every``-th project."""
+    projects = [json.loads(line)["project_id"] for line in open(snap / "projects.jsonl")]
+    with (snap / "documents.jsonl").open("a") as f:
+        for raw in projects[::every]:
+            row = {"doc_id": f"{raw}-{tag}", "project_id": raw}
+            row |= {"kind": "note", "text": text, "updated_at": "2026-05-03"}
+            f.write(json.dumps(row) + "\n")
+
+
+def add_project(snap: Path, raw: str) -> None:
+    """Append project ``raw`` (with one document) under the snapshot's first seat."""
+    seat = json.loads((snap / "seats.jsonl").read_text().splitlines()[0])["seat_id"]
+    rows = {
+        "projects.jsonl": {"project_id": raw, "seat_id": seat, "name": "Data Engineer"},
+        "documents.jsonl": {
+            "doc_id": f"{raw}-d0",
+            "project_id": raw,
+            "kind": "note",
+            "text": "Data Engineer in Lisbon, Portugal.",
+        },
+    }
+    for file, row in rows.items():
+        with (snap / file).open("a") as f:
+            f.write(json.dumps(row | {"updated_at": "2026-05-02"}) + "\n")
 
 
 def test_distributed_settings_say_what_is_missing():
@@ -353,3 +412,133 @@ def test_a_second_writer_of_the_distributed_memory_is_refused_with_the_holder(de
         other = hltm(deployment, tmp_path / "b", "delete", "project:p00001")
     assert other.returncode == 2, other.stdout + other.stderr
     assert "hltm index (pid" in other.stderr and "writing the distributed memory" in other.stderr
+
+
+def at_the_same_moment(fn, n: int) -> list[str]:
+    """Run ``fn`` in ``n`` threads released together; what each that failed raised."""
+    import threading
+
+    start = threading.Barrier(n)
+    failures: list[str] = []
+
+    def one() -> None:
+        start.wait()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - every failure is the finding
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return failures
+
+
+def another_deployment(deployment: dict, name: str) -> dict:
+    """The environment of a deployment of its own on the same services: a new database
+    (Dagster's instance and the lake's catalog) and its own prefix of the bucket."""
+    import psycopg2
+
+    admin = psycopg2.connect(deployment["HLTM_CATALOG_URL"])
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    admin.close()
+    return deployment | {
+        "HLTM_CATALOG_URL": deployment["HLTM_CATALOG_URL"].rsplit("/", 1)[0] + "/" + name,
+        "HLTM_OBJECT_STORE": deployment["HLTM_OBJECT_STORE"] + "/" + name,
+    }
+
+
+def test_workers_that_make_the_catalog_at_the_same_moment_all_succeed(deployment):
+    """Workers started together on an empty catalog each make it if missing: they take turns
+    (one used to die with ``duplicate key value violates unique constraint``)."""
+    from hltm_resources.schema import DEFAULT_SCHEMA
+    from hltm_resources.stores import database
+    from hltm_resources.stores.lake import Lake, ObjectStore
+
+    for attempt in range(3):
+        env = another_deployment(deployment, f"race_{os.getpid()}_{attempt}")
+        lake = _with_env(
+            env,
+            lambda e=env: Lake(e["HLTM_CATALOG_URL"], ObjectStore.from_env(e["HLTM_OBJECT_STORE"])),
+        )
+        assert at_the_same_moment(lambda lk=lake: database.init_schema(lk, DEFAULT_SCHEMA), 4) == []
+        with database.connect(lake, read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM hltm_meta").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize(
+    "variable, value, named",
+    [
+        ("HLTM_BROKER_URL", "redis://:secret@127.0.0.1:{port}/0", "the broker (Redis at redis://"),
+        (
+            "HLTM_CATALOG_URL",
+            "postgresql://postgres:secret@127.0.0.1:{port}/hltm",
+            "PostgreSQL (at postgresql://postgres:***@127.0.0.1:",
+        ),
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:{port}", "the object store (s3://"),
+    ],
+)
+def test_a_service_that_is_down_is_named_in_one_line_with_what_to_do(
+    deployment, tmp_path, variable, value, named
+):
+    """A coordinator of the deployment the other tests built, with one service's address
+    pointing where nothing listens (as after it died): no traceback, but which service, where
+    (never its password) and what to do."""
+    coordinator = tmp_path / "coordinator"
+    down = deployment | {variable: value.format(port=services.free_ports().postgres)}
+    # Every command that needs the service; `check` reads only the lake.
+    needing = [("index", "--full")] + ([("check",)] if variable != "HLTM_BROKER_URL" else [])
+    for args in needing:
+        done = hltm(down, coordinator, *args, timeout=600)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode != 0 and len(lines) == 1, done.stderr[-3000:]
+        assert named in lines[0] and "secret" not in lines[0], lines[0]
+        assert "start it" in lines[0] or "is it up" in lines[0], lines[0]
+
+
+def test_after_the_object_store_lost_its_files_memory_is_rebuilt_from_the_snapshot(
+    deployment, tmp_path
+):
+    """The S3 endpoint restarted empty: every command says so in one line and how to start
+    over from the snapshot; following it gives a memory identical to a full rebuild."""
+    from hltm_resources.stores.lake import ObjectStore
+
+    env = another_deployment(deployment, f"emptied_{os.getpid()}")
+    snap = write_tree(
+        tmp_path / "snap",
+        {"ana": "acme"},
+        [("p1", "ana", "Nurse"), ("p2", "ana", "Data Engineer")],
+        [("p1-d0", "p1", "Nurse, Dublin"), ("p2-d0", "p2", "Data Engineer in Lisbon")],
+    )
+    coordinator = tmp_path / "coordinator"
+    workers = Workers(env, tmp_path)
+    try:
+        workers.start("w9")
+        for args in (("load", str(snap)), ("index",)):
+            done = hltm(env, coordinator, *args)
+            assert done.returncode == 0, done.stderr
+
+        store = _with_env(env, lambda: ObjectStore.from_env(env["HLTM_OBJECT_STORE"]))
+        keys = store.keys()
+        assert any("/ducklake/" in k for k in keys) and any("/lancedb/" in k for k in keys)
+        for key in keys:
+            store.client().delete_object(Bucket=store.bucket, Key=key)
+
+        for args in (("check",), ("index",), ("load", str(snap))):
+            done = hltm(env, coordinator, *args)
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode != 0 and len(lines) == 1, done.stderr[-3000:]
+            assert "no longer holds files" in lines[0] and "hltm load --rebuild" in lines[0]
+
+        for args in (("load", "--rebuild", str(snap)), ("index", "--full")):
+            done = hltm(env, coordinator, *args)
+            assert done.returncode == 0, done.stderr
+        verified = hltm(env, coordinator, "verify", "--json")
+        assert json.loads(verified.stdout)["identical"], verified.stdout + verified.stderr
+        assert hltm(env, coordinator, "check").returncode == 0
+    finally:
+        workers.stop()

@@ -7,7 +7,7 @@ import pytest
 from hltm_assets.event_log import BatchedSqliteEventLogStorage
 from hltm_assets.history import open_instance
 from hltm_assets.runner import run_index
-from hltm_resources.build.loading import load_snapshot
+from hltm_resources.indexing.loading import load_snapshot
 
 
 def materializations(instance, asset: str) -> list[str]:

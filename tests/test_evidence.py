@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hltm_resources.build.evidence import leaf_passages, natural_key, pack, units
-from hltm_resources.build.indexer import context_vectors
-from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
 from hltm_resources.engines.aliases import value_aliases
 from hltm_resources.engines.base import ScopeVocabulary
 from hltm_resources.engines.extractive.questions import parse_question
+from hltm_resources.indexing.evidence import leaf_passages, natural_key, pack, units
+from hltm_resources.indexing.indexer import context_vectors
+from hltm_resources.indexing.loading import load_and_build
 from hltm_resources.models import Document
 from hltm_resources.stores import database
 from query import Memory
@@ -332,7 +332,7 @@ def test_every_document_is_in_the_evidence_view_and_table(memory):
 
 
 def test_xml_and_html_exports_are_read_as_the_fields_a_person_reads():
-    from hltm_resources.build.evidence import units
+    from hltm_resources.indexing.evidence import units
 
     xml = '<?xml version="1.0"?><req><title>Analytics Engineer</title><grade>Mid</grade></req>'
     html = "<table><tr><th>Job</th><td>Data Platform Lead</td></tr></table>"

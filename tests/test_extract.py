@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from hltm_resources.build.evidence import leaf_passages
 from hltm_resources.engines.base import Hints
 from hltm_resources.engines.extractive.agents import ExtractiveAgents
 from hltm_resources.engines.extractive.documents import (
@@ -14,6 +13,7 @@ from hltm_resources.engines.extractive.documents import (
     reconcile,
 )
 from hltm_resources.engines.vocabulary import canonical_key, same_value_key
+from hltm_resources.indexing.evidence import leaf_passages
 from hltm_resources.models import Document, NodeInfo
 
 

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
 from hltm_resources.faults import ENV, FAULT_POINTS
+from hltm_resources.indexing.verify import verify
 from query import Memory
 from tests.conftest import write_tree
+
+pytestmark = pytest.mark.slow
 
 #: Stated only in project p2's id, name and documents: node ids may be e-mail addresses, so
 #: they must go too (Dagster's run history names partitions and nodes).
@@ -175,3 +177,56 @@ def test_check_fails_while_an_erasure_is_pending(built, tmp_path):
         pytest.raises(ScopeError, match="was deleted"),
     ):
         mem.ask("Which searches are in Berlin?", scope=f"project:{P2}")
+
+
+def test_sigterm_during_an_index_stops_it_at_once_and_the_next_index_finishes(tmp_path):
+    """SIGTERM while a level's run builds: the run fails and nothing else starts (a failed
+    range used to be run again in halves, building on long after the signal); the command
+    says it was interrupted; the next ``hltm index`` builds what is left."""
+    import signal
+    import time
+
+    from query.evaluation.data.sample_world import write_snapshot
+    from tests.conftest import small_world
+
+    home = tmp_path / "home"
+    assert hltm(home, "load", str(write_snapshot(small_world(), tmp_path / "snap"))).returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hltm_assets.cli", "--home", str(home), "index"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        runs_db = home / "history" / "runs.db"
+        deadline = time.monotonic() + 300
+        while not dagster_runs(runs_db, "STARTED") and proc.poll() is None:
+            assert time.monotonic() < deadline, "no run started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "hltm: interrupted", err
+    statuses = [status for _, status in dagster_runs(runs_db)]
+    assert statuses[-1] in ("FAILURE", "STARTED") and "FAILURE" not in statuses[:-1], statuses
+
+    again = hltm(home, "index")
+    assert again.returncode == 0, again.stderr
+    report = verify(Settings(home=home))
+    assert report.ok, (report.differences, report.vector_mismatches)
+
+
+def dagster_runs(runs_db: Path, status: str | None = None) -> list[tuple[str, str]]:
+    """(run id, status) of the home's Dagster runs in the order they were made."""
+    if not runs_db.exists():
+        return []
+    con = sqlite3.connect(f"file:{runs_db}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = con.execute("SELECT run_id, status FROM runs ORDER BY id").fetchall()
+    except sqlite3.OperationalError:  # not made yet
+        return []
+    finally:
+        con.close()
+    return [r for r in rows if status is None or r[1] == status]

@@ -5,11 +5,11 @@ import shutil
 
 import pytest
 
-from hltm_resources.build.checks import check_level
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
-from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
+from hltm_resources.indexing.checks import check_level
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
+from hltm_resources.indexing.verify import verify
 from hltm_resources.stores import database
 from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
 from tests.conftest import build_all, stored_vectors, write_jsonl

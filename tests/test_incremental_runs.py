@@ -12,10 +12,10 @@ from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.history import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from hltm_assets.partitions import KeyRange, ranges_around, sibling_ranges
 from hltm_assets.runner import dagster_instance, run_index
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
-from hltm_resources.build.plan import split_changed
 from hltm_resources.config import Settings
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
+from hltm_resources.indexing.plan import split_changed
 from hltm_resources.models import NodeInfo
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import INVALIDATED, NodeState

@@ -1,10 +1,12 @@
 """Building memory with the plain indexer (no Dagster), on real DuckDB and LanceDB."""
 
-from hltm_resources.build.checks import check_level
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
-from hltm_resources.build.stats import tree_stats
+import pytest
+
 from hltm_resources.embedding import MINILM_TOKENWISE_MODEL_ID
+from hltm_resources.indexing.checks import check_level
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
+from hltm_resources.indexing.stats import tree_stats
 from hltm_resources.stores import database
 from hltm_resources.stores.memory_rows import read_memories
 from hltm_resources.stores.vectors import TABLES, VectorStore
@@ -96,3 +98,33 @@ def test_a_build_that_overflows_the_vector_cache_stores_the_same_memory(
         return memory, stored_vectors(settings)
 
     assert rows(small) == rows(built_home)
+
+
+def test_a_write_that_conflicted_with_another_writers_commit_is_run_again_whole(tmp_path):
+    """The lake's writers commit optimistically: a refused commit is rolled back and run
+    again; any other failure is not."""
+    import duckdb
+
+    from hltm_resources.stores import database
+
+    path, calls = tmp_path / "x.duckdb", []
+
+    def write(con) -> None:
+        calls.append(1)
+        con.execute("CREATE TABLE IF NOT EXISTS t (x INT)")
+        con.execute("INSERT INTO t VALUES (1)")
+        if len(calls) == 1:
+            raise duckdb.TransactionException("Transaction conflict - another transaction ...")
+
+    database.write_retrying(path, write)
+    assert len(calls) == 2
+    with database.connect(path, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+
+    def broken(con) -> None:
+        calls.append(1)
+        raise duckdb.TransactionException("something else")
+
+    with pytest.raises(duckdb.TransactionException, match="something else"):
+        database.write_retrying(path, broken)
+    assert len(calls) == 3

@@ -313,6 +313,28 @@ def test_a_host_that_only_starts_like_a_loopback_one_is_refused(base, host):
     assert raw_status(base, "/", [("Host", host)]) == 400
 
 
+def hung_up_by_the_server(base: str, opened: int, sent: bytes = b"") -> int:
+    """How many of ``opened`` connections that send ``sent`` and then nothing the server
+    closes (each waits up to 60 s: a server that keeps them would fail here)."""
+    where = urlsplit(base)
+    connections = [
+        socket.create_connection((where.hostname, where.port), timeout=60) for _ in range(opened)
+    ]
+    closed = 0
+    for connection in connections:
+        with connection:
+            connection.sendall(sent)
+            closed += connection.recv(65536) == b""
+    return closed
+
+
+def test_connections_that_never_send_a_whole_request_are_closed_once_idle(base):
+    # Idle connections must not pile up: each costs the server a file, and it has a limit.
+    assert hung_up_by_the_server(base, 30) == 30
+    assert hung_up_by_the_server(base, 3, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n") == 3
+    assert get(base + "/")[0] == 200
+
+
 def test_a_request_with_two_host_headers_is_refused(base):
     assert raw_status(base, "/", [("Host", "127.0.0.1"), ("Host", "evil.com")]) == 400
     assert raw_status(base, "/", [("Host", "127.0.0.1"), ("Host", "127.0.0.1")]) == 400

@@ -206,8 +206,7 @@ def test_forget_without_a_service_leaves_no_trace_of_the_document(home):
 def test_a_batch_built_without_a_run_is_recorded_in_dagster_for_each_partition(home):
     import dagster as dg
 
-    from hltm_assets.history import open_instance
-    from hltm_assets.runner import REPORTED, TRIGGER_TAG
+    from hltm_assets.history import REPORTED, TRIGGER_TAG, open_instance
 
     with service(home, None, "--max-runs", "0") as _:
         Writer(Settings(home=home)).remember("p3", "Needs a sommelier.", wait="root")

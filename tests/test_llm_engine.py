@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hltm_resources.build.checks import check_level
 from hltm_resources.config import Settings
 from hltm_resources.engines.llm.prompts import PROMPT_VERSION
+from hltm_resources.indexing.checks import check_level
 from hltm_resources.stores import database
 from tests.conftest import write_jsonl, write_tree
 
-pytestmark = pytest.mark.llm
+pytestmark = [pytest.mark.llm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 
 

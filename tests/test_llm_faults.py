@@ -15,13 +15,15 @@ import dagster as dg
 import pytest
 
 from hltm_assets.definitions import build_definitions
-from hltm_resources.build.indexer import Indexer, NodeBuildError
-from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
 from hltm_resources.engines.llm.client import backoff_seconds
+from hltm_resources.indexing.indexer import Indexer, NodeBuildError
+from hltm_resources.indexing.loading import load_snapshot
 from hltm_resources.stores import database
 from tests.conftest import write_jsonl
 from tests.fake_openai import Script, fake_openai
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.embedding import MINILM_MODEL_ID, MINILM_TOKENWISE_MODEL_ID, setting_for_model
+from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.stores.vectors import EmbeddingModelMismatch, VectorStore
 from query import Memory
 from tests.test_query import KeywordEmbedder

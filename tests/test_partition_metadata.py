@@ -7,10 +7,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from hltm_assets.runner import PARTITIONS_TAG, dagster_instance, run_index
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
+from hltm_assets.history import PARTITIONS_TAG
+from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.config import Settings
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
 from hltm_resources.stores import database
 from hltm_resources.stores.vectors import TABLES, node_filter
 from tests.conftest import write_tree

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
 from hltm_resources.embedding import Embedder
 from hltm_resources.errors import ScopeError
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
 from hltm_resources.stores import database
 from query import Memory
 from query.batch import answer_batch

@@ -663,7 +663,7 @@ def test_a_scope_label_filter_keeps_exactly_the_rows_of_the_subtree(fresh_home):
 def test_tables_written_before_scope_labels_are_filtered_by_path_and_still_written(
     fresh_home, world
 ):
-    from hltm_resources.build.indexer import Indexer
+    from hltm_resources.indexing.indexer import Indexer
     from hltm_resources.stores.vectors import TABLES, VectorStore
     from query import Memory
 

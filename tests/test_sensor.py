@@ -6,10 +6,10 @@ import shutil
 import dagster as dg
 
 from hltm_assets.definitions import build_definitions
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.loading import load_snapshot
-from hltm_resources.build.nearline import decide
-from hltm_resources.build.plan import Plan, PlanItem
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.loading import load_snapshot
+from hltm_resources.indexing.nearline import decide
+from hltm_resources.indexing.plan import Plan, PlanItem
 from hltm_resources.models import Topology
 from hltm_resources.schema import DEFAULT_SCHEMA
 from tests.conftest import write_jsonl
@@ -125,7 +125,7 @@ def test_many_changed_leaves_are_requested_as_partition_ranges():
 
 
 def test_approved_hints_rebuild_through_range_runs(fresh_home, world):
-    from hltm_resources.build import adaptation
+    from hltm_resources.indexing import adaptation
     from hltm_resources.stores import database
 
     patterns = json.dumps([{"pattern": "which openings required <skill>"}])

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from hltm_resources.build.loading import load_snapshot
+from hltm_resources.indexing.loading import load_snapshot
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import SnapshotError, read_snapshot
 from tests.conftest import write_jsonl

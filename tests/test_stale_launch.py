@@ -15,8 +15,8 @@ from dagster._core.execution.api import execute_run
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.history import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from hltm_assets.runner import dagster_instance, run_index
-from hltm_resources.build.loading import load_snapshot
 from hltm_resources.config import Settings
+from hltm_resources.indexing.loading import load_snapshot
 from tests.conftest import write_jsonl
 
 

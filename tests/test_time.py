@@ -24,10 +24,10 @@ import duckdb
 import httpx
 import pytest
 
-from hltm_resources.build.loading import load_and_build
-from hltm_resources.build.verify import verify
 from hltm_resources.config import Settings
 from hltm_resources.dates import AsOfError, instant
+from hltm_resources.indexing.loading import load_and_build
+from hltm_resources.indexing.verify import verify
 from query import Memory
 from tests.conftest import write_jsonl
 from tests.test_deletion import duckdb_hits

@@ -9,10 +9,10 @@ import pytest
 
 from hltm_assets.definitions import build_definitions
 from hltm_assets.runner import run_index
-from hltm_resources.build.checks import check_level
-from hltm_resources.build.loading import load_snapshot
-from hltm_resources.build.verify import verify
 from hltm_resources.config import ConfigError, Settings
+from hltm_resources.indexing.checks import check_level
+from hltm_resources.indexing.loading import load_snapshot
+from hltm_resources.indexing.verify import verify
 from hltm_resources.schema import DEFAULT_SCHEMA, SchemaError, TreeSchema
 from query import Memory
 from tests.conftest import write_jsonl

@@ -53,6 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hltm: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        from hltm_resources.stores.lake import service_down
+
+        down = service_down(exc)
+        if down is None:
+            raise
+        print(f"hltm: error: {down}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

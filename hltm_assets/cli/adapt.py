@@ -9,12 +9,12 @@ from hltm_assets.cli.common import print_json, settings_of
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
-    from hltm_resources.build import adaptation
+    from hltm_resources.indexing import adaptation
 
     settings = settings_of(args)
     if args.approve is not None:
         proposal = adaptation.approve(settings, args.approve)
-        from hltm_resources.build.indexer import Indexer
+        from hltm_resources.indexing.indexer import Indexer
 
         stale = Indexer(settings).plan().counts()
         out = {"approved": proposal.version, "stale": stale}

@@ -15,7 +15,7 @@ from hltm_resources.config import Settings
 
 
 def _fresh(root: Path, name: str, snapshot: Path) -> Settings:
-    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.indexing.loading import load_snapshot
 
     settings = Settings(home=root / name)
     load_snapshot(settings, snapshot)
@@ -28,8 +28,8 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
     ``single_runs`` leaves built one run per partition versus one partition-range run."""
     from hltm_assets.definitions import build_definitions, level_job_name
     from hltm_assets.runner import _QUIET, dagster_instance, run_index
-    from hltm_resources.build.indexer import Indexer
     from hltm_resources.embedding import make_embedder
+    from hltm_resources.indexing.indexer import Indexer
     from query.evaluation.data.sample_world import generate_world, write_snapshot
 
     world = generate_world(seed=seed)
@@ -106,7 +106,7 @@ def bench_index(seed: int = 7, single_runs: int = 12) -> dict:
 def bench_query(seed: int = 7, repeats: int = 3) -> dict:
     """Retrieval latency (no LLM) on the demo tree: the first question of a process, the first
     question in each scope, and later questions; flat document search timed in the same run."""
-    from hltm_resources.build.loading import load_and_build
+    from hltm_resources.indexing.loading import load_and_build
     from query import Memory
     from query.evaluation.data.sample_world import generate_world, make_queries, write_snapshot
     from query.evaluation.metrics import percentile
@@ -169,8 +169,8 @@ def bench_incremental(
     index vs a full rebuild of the same snapshot (both through Dagster, same run), engine calls
     and wall time side by side, and whether the two trees are identical."""
     from hltm_assets.runner import run_index
-    from hltm_resources.build.loading import load_snapshot
-    from hltm_resources.build.verify import verify
+    from hltm_resources.indexing.loading import load_snapshot
+    from hltm_resources.indexing.verify import verify
     from query.evaluation.data.sample_world import evolve, generate_world, write_snapshot
 
     world = generate_world(
@@ -244,7 +244,7 @@ def bench_incremental(
 def bench_load(seed: int = 5, accounts: int = 10, seats: int = 25, repeats: int = 3) -> dict:
     """Snapshot load of about 10k projects: validating the files (best of ``repeats``), a
     first load into a fresh home, and a reload of the same snapshot (nothing changed)."""
-    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.indexing.loading import load_snapshot
     from hltm_resources.stores.sot import read_snapshot
     from query.evaluation.data.sample_world import generate_world, write_snapshot
 
@@ -507,8 +507,8 @@ def _stages(report, wall: float) -> dict[str, float]:
 def _churn(settings: Settings, root: Path, share: float, seed: int, full: dict, check: bool):
     """Edit ``share`` of the leaves of the newest snapshot under ``root``, load, index."""
     from hltm_assets.runner import run_index
-    from hltm_resources.build.loading import load_snapshot
-    from hltm_resources.build.verify import verify
+    from hltm_resources.indexing.loading import load_snapshot
+    from hltm_resources.indexing.verify import verify
     from hltm_resources.stores import database
     from hltm_resources.stores.sot import read_topology
 
@@ -572,7 +572,7 @@ def bench_scale(
     import subprocess
     import sys
 
-    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.indexing.loading import load_snapshot
     from query.evaluation.data.sample_world import stream_snapshot
 
     tmp = None

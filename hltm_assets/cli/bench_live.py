@@ -125,7 +125,7 @@ def bench_live(
     burst: int = 1000,
     seed: int = 17,
 ) -> dict:
-    from hltm_resources.build.verify import verify
+    from hltm_resources.indexing.verify import verify
     from hltm_resources.stores import database
     from hltm_resources.stores.sot import read_topology
 
@@ -141,7 +141,7 @@ def bench_live(
     try:
         if not reuse:
             from hltm_assets.runner import run_index
-            from hltm_resources.build.loading import load_snapshot
+            from hltm_resources.indexing.loading import load_snapshot
             from query.evaluation.data.sample_world import stream_snapshot
 
             stream_snapshot(root / "v1", leaves, seed=seed)

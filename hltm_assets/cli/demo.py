@@ -44,8 +44,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
-    from hltm_resources.build.loading import load_snapshot
-    from hltm_resources.build.stats import format_stats, tree_stats
+    from hltm_resources.indexing.loading import load_snapshot
+    from hltm_resources.indexing.stats import format_stats, tree_stats
     from query.evaluation.data.sample_world import generate_world, write_snapshot
 
     settings = settings_of(args)

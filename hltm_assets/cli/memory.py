@@ -16,10 +16,10 @@ from hltm_assets.cli.common import (
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from hltm_resources.build.loading import load_snapshot
+    from hltm_resources.indexing.loading import load_snapshot
 
     settings = settings_of(args)
-    report = load_snapshot(settings, args.directory)
+    report = load_snapshot(settings, args.directory, rebuild=args.rebuild)
     d = report.as_dict()
     if args.json:
         print_json(d)
@@ -42,7 +42,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
-    from hltm_resources.build.indexer import Indexer
+    from hltm_resources.indexing.indexer import Indexer
 
     settings = settings_of(args)
     if args.dry_run:
@@ -83,7 +83,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     from hltm_assets.runner import run_index
-    from hltm_resources.build.deletion import delete_node
+    from hltm_resources.indexing.deletion import delete_node
     from hltm_resources.stores.lock import home_lock
 
     settings = settings_of(args)
@@ -112,7 +112,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from hltm_resources.build.verify import verify
+    from hltm_resources.indexing.verify import verify
 
     report = verify(settings_of(args))
     if args.json:
@@ -129,7 +129,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from hltm_resources.build.stats import format_stats, tree_stats
+    from hltm_resources.indexing.stats import format_stats, tree_stats
 
     stats = tree_stats(settings_of(args))
     if args.json:
@@ -140,7 +140,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from hltm_resources.build.checks import check_level
+    from hltm_resources.indexing.checks import check_level
 
     settings = settings_of(args)
     failed = False
@@ -162,6 +162,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("load", help="validate and load a snapshot directory into the SOT")
     p.add_argument("directory")
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="distributed deployment: drop the lake (catalog and objects) and start over from "
+        "this snapshot, after its object store lost its files; then hltm index --full",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_load)
 

@@ -87,7 +87,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from hltm_assets.service import serve
+    from hltm_assets.server import serve
 
     settings = settings_of(args)
     if settings.distributed:

@@ -27,10 +27,13 @@ from hltm_assets.server import http
 from hltm_assets.server.http import api_routes
 from hltm_assets.server.mcp import memory_server
 from hltm_assets.server.operations import ApiError, Caller, Operations, ServiceClient
+from hltm_assets.service import MAX_RUNS, MemoryService
 from hltm_resources.config import Settings
+from hltm_resources.stores.lock import SERVICE_FILE
 from query.inspector import Inspector, PageError, inspector_app
+from query.inspector.server import KEEP_ALIVE_S, closing_idle_connections
 
-__all__ = ["build_app", "run_stdio"]
+__all__ = ["build_app", "run_stdio", "serve"]
 
 
 class _TokenGate:
@@ -105,7 +108,6 @@ def run_stdio(settings: Settings) -> None:
 
     import anyio
 
-    from hltm_assets.service import MemoryService, bound_socket, published
     from hltm_resources.stores.tokens import verify_token
     from query.writer import service_token, service_url
 
@@ -149,3 +151,72 @@ def _stdout_to_stderr():
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+# -- over HTTP -----------------------------------------------------------------------------
+
+
+def serve(
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    on_ready=None,
+    max_runs: int = MAX_RUNS,
+) -> None:
+    """Run the service over HTTP until interrupted; ``<home>/service.json`` says where."""
+    service = MemoryService(settings, max_runs=max_runs)
+    sock = bound_socket(host, port)  # from now on a client's connection waits in the backlog
+    with service.running(), published(service, sock, host) as (server, url):
+        if on_ready is not None:
+            on_ready(url)
+        server.run(sockets=[sock])
+
+
+def bound_socket(host: str, port: int):
+    """A listening socket on ``host``:``port`` (0: any free port)."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
+@contextlib.contextmanager
+def published(service: MemoryService, sock, host: str):
+    """The application over the running ``service`` as a uvicorn server for ``sock`` (not
+    started: ``server.run(sockets=[sock])``), and its URL, announced in
+    ``<home>/service.json`` until the block ends."""
+    import json
+    import secrets
+
+    import uvicorn
+
+    # Loopback without a token stays open for development; any other address needs one.
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    home_key = secrets.token_urlsafe(32)
+    app = build_app(service, tokens_required=not loopback, host=host, home_key=home_key)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_S,
+        http=closing_idle_connections(KEEP_ALIVE_S),
+    )
+    server = uvicorn.Server(config)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+    where = service.settings.home / SERVICE_FILE
+    # Readable by the home's owner only: the key lets this user's own commands (hltm
+    # remember, ask, token create, mcp) through without a token, as loopback lets everyone.
+    fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"url": url, "pid": os.getpid(), "key": home_key}) + "\n")
+    try:
+        yield server, url
+    finally:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if json.loads(where.read_text()).get("pid") == os.getpid():
+                where.unlink()

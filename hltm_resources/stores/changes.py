@@ -19,7 +19,7 @@ whole (:class:`ChangeError`, ``file:line`` first) and nothing is written.
 :class:`SotIds` holds every record's id and parent: it checks a batch against the source of
 truth (:meth:`SotIds.problems`) and writes it inside the caller's transaction, saying which
 leaves it touched (:meth:`SotIds.apply`); what that means for memory (moves, erasures) is
-decided by :mod:`hltm_resources.build.writes`.
+decided by :mod:`hltm_resources.indexing.writes`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -279,7 +279,16 @@ def connect(
 
 
 def init_schema(path: Path | Lake, schema: TreeSchema) -> None:
-    """Create tables and views if missing (idempotent); a home keeps the tree it was made with."""
+    """Create tables and views if missing (idempotent); a home keeps the tree it was made with.
+    Processes of the distributed deployment that start at once take turns."""
+    if isinstance(path, Lake):
+        with path.one_at_a_time():
+            _init_schema(path, schema)
+    else:
+        _init_schema(path, schema)
+
+
+def _init_schema(path: Path | Lake, schema: TreeSchema) -> None:
     if path.exists():
         with connect(path, read_only=True) as con:
             if _recorded(con, "schema_version") is not None:
@@ -344,11 +353,12 @@ def rewrite_file(path: Path | Lake, timeout_s: float = 60.0) -> None:
     DuckDB keeps deleted rows in freed blocks of the file (VACUUM does not reclaim them), so
     after an erasure the only way to make sure no copy remains in the file is to rewrite it.
     A lake rewrites the data files holding deleted rows and drops every older snapshot and
-    file (:meth:`Lake.compact`).
+    file (:meth:`Lake.compact`), then its catalog's tables (:meth:`Lake.vacuum`).
     """
     if isinstance(path, Lake):
         with connect(path) as con:
             path.compact(con)
+        path.vacuum()
         return
     path = Path(path)
     fresh = path.with_name(path.name + ".rewrite")
@@ -365,6 +375,27 @@ def rewrite_file(path: Path | Lake, timeout_s: float = 60.0) -> None:
             fault("rewrite:copied")
             os.replace(fresh, path)  # atomic; still under our lock
         path.with_name(path.name + ".wal").unlink(missing_ok=True)
+
+
+#: How often a write that conflicted with another writer's commit is run again (the lake's
+#: writers commit optimistically; a home's file has one writer at a time and never conflicts).
+CONFLICT_RETRIES = 8
+
+
+def write_retrying(path: Path | Lake, write: Callable[[duckdb.DuckDBPyConnection], object]) -> None:
+    """Run ``write`` in one transaction of ``path``. In the lake, runs on several workers
+    write at once, and DuckLake refuses a commit that conflicts with one made meanwhile
+    ("Transaction conflict"): the transaction is rolled back whole, so it is run again after a
+    random pause."""
+    for attempt in range(CONFLICT_RETRIES + 1):
+        try:
+            with connect(path) as con, transaction(con):
+                write(con)
+            return
+        except duckdb.TransactionException as exc:
+            if "conflict" not in str(exc).lower() or attempt == CONFLICT_RETRIES:
+                raise
+            time.sleep(random.uniform(0.05, 0.5) * (attempt + 1))
 
 
 @contextmanager

@@ -14,16 +14,17 @@ the same environment serves DuckDB, LanceDB and boto3.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import duckdb
-
-from hltm_resources.config import DeploymentError
 
 #: DuckDB's extensions come from PyPI packages (``duckdb-extension-<name>``); the name DuckDB
 #: loads each under (the postgres extension's entry point is ``postgres_scanner``).
@@ -33,10 +34,98 @@ EXTENSIONS = {"httpfs": "httpfs", "postgres": "postgres_scanner", "ducklake": "d
 METADATA_SCHEMA = "hltm_lake"
 #: The lake's name inside each DuckDB connection (made the default catalog with ``USE``).
 CATALOG = "hltm"
+#: The PostgreSQL advisory lock of :meth:`Lake.one_at_a_time`: unique to HLTM, and not the
+#: writer lock's (``stores/lock.py: ADVISORY_KEY``, which a writing command holds meanwhile).
+SCHEMA_LOCK = 0x484C5453  # "HLTS"
+#: The catalogs whose :meth:`Lake.one_at_a_time` this thread holds (it nests: an attach
+#: inside ``init_schema`` must not wait for its own thread's lock).
+_HELD = threading.local()
+
+
+def _lost_a_race(exc: duckdb.Error) -> bool:
+    """Whether an attach failed because another process was making the same catalog."""
+    text = str(exc)
+    return "duplicate key value" in text or "already exists" in text
+
+
+class DeploymentError(RuntimeError):
+    """A service of the distributed deployment is missing, unreachable or not set up."""
 
 
 class LakeError(DeploymentError):
     """The shared storage is missing, unreachable or misconfigured."""
+
+
+def without_password(url: str | None) -> str:
+    """``url`` as it may be shown: any password replaced by ``***``."""
+    if not url:
+        return "(not set)"
+    parsed = urlparse(url)
+    if parsed.password:
+        netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@")
+        return parsed._replace(netloc=netloc).geturl()
+    return url
+
+
+def _scrubbed(text: str, urls: list[str | None]) -> str:
+    """``text`` with the password of any of ``urls`` replaced by ``***``."""
+    for url in urls:
+        password = urlparse(url).password if url else None
+        if password:
+            text = text.replace(password, "***")
+    return text
+
+
+def service_down(exc: BaseException, environ: Mapping[str, str] | None = None):
+    """The one-line :class:`DeploymentError` for a failure that comes from a service of the
+    distributed deployment being down or emptied (``exc`` or any exception it was raised
+    from), naming the service, where it is and what to do; None for any other failure."""
+    env = os.environ if environ is None else environ
+    if env.get("HLTM_DEPLOYMENT") != "distributed":
+        return None  # a home has no services: its failures are its own
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        kind = f"{type(exc).__module__}.{type(exc).__name__}"
+        secrets = [env.get("HLTM_BROKER_URL"), env.get("HLTM_CATALOG_URL")]
+        text = _scrubbed(" ".join(str(exc).split())[:200], secrets)
+        if kind.startswith(("redis.", "kombu.")) and "Error" in kind:
+            where = without_password(env.get("HLTM_BROKER_URL"))
+            return DeploymentError(
+                f"the broker (Redis at {where}, HLTM_BROKER_URL) failed: {text}; start it, "
+                "then run this command again (what was built is kept)"
+            )
+        if kind.startswith(("psycopg2.", "sqlalchemy.exc.", "dagster_postgres.")) and (
+            "Operational" in kind or "too many retries" in text or "connect" in text
+        ):
+            where = without_password(env.get("HLTM_CATALOG_URL"))
+            return DeploymentError(
+                f"PostgreSQL (at {where}, HLTM_CATALOG_URL) failed: {text}; start it, then run "
+                "this command again (what was built is kept)"
+            )
+        endpoint = (env.get("AWS_ENDPOINT_URL") or "").rstrip("/")
+        s3 = (
+            kind.startswith(("botocore.", "boto3."))
+            or "s3" in text.lower()
+            or bool(endpoint and endpoint in text)
+            or any(f"HTTP {verb} " in text for verb in ("GET", "HEAD", "PUT", "POST", "DELETE"))
+        )
+        if s3 and ("404" in text or "NoSuchKey" in text):
+            return DeploymentError(
+                f"the object store ({env.get('HLTM_OBJECT_STORE', '(not set)')} at "
+                f"{endpoint or 'AWS'}) no longer holds files the memory's catalog names "
+                f"({text}): it was emptied or replaced, so the memory cannot be read. Rebuild "
+                "it from your snapshot: hltm load --rebuild SNAPSHOT (drops the lake, then "
+                "loads), then hltm index --full"
+            )
+        if s3 or (kind.startswith("lance") and "IO" in text):
+            return DeploymentError(
+                f"the object store ({env.get('HLTM_OBJECT_STORE', '(not set)')} at "
+                f"{endpoint or 'AWS'}) failed: {text}; start it, then run this command again "
+                "(what was built is kept)"
+            )
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -177,22 +266,62 @@ class Lake:
         return self.name
 
     def attach(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Attach the lake to ``con`` and make it the default catalog."""
+        """Attach the lake to ``con`` and make it the default catalog. The first attach makes
+        the catalog; processes that race to make it are made to take turns."""
         load_extensions(con)
         con.execute(self.store.duckdb_secret())
         conninfo = self.catalog_url.replace("'", "''")
+        attach = (
+            f"ATTACH 'ducklake:postgres:{conninfo}' AS {CATALOG} "
+            f"(DATA_PATH '{self.data_path}', METADATA_SCHEMA '{METADATA_SCHEMA}', "
+            "DATA_INLINING_ROW_LIMIT 0)"
+        )
         try:
-            con.execute(
-                f"ATTACH 'ducklake:postgres:{conninfo}' AS {CATALOG} "
-                f"(DATA_PATH '{self.data_path}', METADATA_SCHEMA '{METADATA_SCHEMA}', "
-                "DATA_INLINING_ROW_LIMIT 0)"
-            )
+            try:
+                con.execute(attach)
+            except duckdb.Error as exc:
+                if not _lost_a_race(exc):
+                    raise
+                # Another process made the catalog while this one did: it exists now.
+                with self.one_at_a_time():
+                    con.execute(attach)
         except duckdb.Error as exc:
+            text = _scrubbed(" ".join(str(exc).split())[:300], [self.catalog_url])
             raise LakeError(
-                f"cannot attach the memory lake (catalog HLTM_CATALOG_URL, data {self.data_path}):"
-                f" {exc}; is PostgreSQL up and the bucket there?"
+                f"PostgreSQL (at {without_password(self.catalog_url)}, HLTM_CATALOG_URL) or the "
+                f"object store ({self.data_path}) failed as the memory lake was attached: {text}; "
+                "start it (is PostgreSQL up and the bucket there?), then run this command again"
             ) from exc
         con.execute(f"USE {CATALOG}")
+
+    @contextlib.contextmanager
+    def one_at_a_time(self) -> Iterator[None]:
+        """The block runs in one process of the deployment at a time (a PostgreSQL advisory
+        lock, released when the block ends or the process dies): what makes the catalog and
+        HLTM's tables (:func:`~hltm_resources.stores.database.init_schema`) holds it."""
+        import psycopg2
+
+        held = _HELD.__dict__.setdefault("urls", set())
+        if self.catalog_url in held:
+            yield
+            return
+        try:
+            con = psycopg2.connect(self.catalog_url)
+        except psycopg2.Error as exc:
+            text = _scrubbed(" ".join(str(exc).split())[:300], [self.catalog_url])
+            raise LakeError(
+                f"PostgreSQL (at {without_password(self.catalog_url)}, HLTM_CATALOG_URL) "
+                f"failed: {text}; start it, then run this command again"
+            ) from exc
+        try:
+            con.autocommit = True
+            with con.cursor() as cur:
+                cur.execute("SELECT pg_advisory_lock(%s)", [SCHEMA_LOCK])
+            held.add(self.catalog_url)
+            yield
+        finally:
+            held.discard(self.catalog_url)
+            con.close()
 
     def exists(self) -> bool:
         """Whether the lake holds HLTM's tables (``hltm load`` made it)."""
@@ -205,6 +334,41 @@ class Lake:
                 [CATALOG],
             ).fetchone()
             return bool(row[0])
+        finally:
+            con.close()
+
+    def drop(self) -> None:
+        """Forget the lake: its catalog (the metadata schema in PostgreSQL) and every object
+        under the store's prefix (its data files and the vector tables). What a deployment
+        whose object store lost its files starts over from (``hltm load --rebuild``)."""
+        import psycopg2
+
+        con = psycopg2.connect(self.catalog_url)
+        con.autocommit = True
+        try:
+            with con.cursor() as cur:
+                cur.execute(f"DROP SCHEMA IF EXISTS {METADATA_SCHEMA} CASCADE")
+        finally:
+            con.close()
+        client = self.store.client()
+        keys = self.store.keys()
+        for start in range(0, len(keys), 1000):
+            client.delete_objects(
+                Bucket=self.store.bucket,
+                Delete={"Objects": [{"Key": k} for k in keys[start : start + 1000]]},
+            )
+
+    def vacuum(self) -> None:
+        """Rewrite every table of the catalog's PostgreSQL database (``VACUUM FULL``): rows
+        deleted from it (the catalog's entries and column statistics of files a compaction
+        dropped, erased runs) stay in a table's pages until then."""
+        import psycopg2
+
+        con = psycopg2.connect(self.catalog_url)
+        con.autocommit = True
+        try:
+            with con.cursor() as cur:
+                cur.execute("VACUUM FULL")
         finally:
             con.close()
 

@@ -17,7 +17,7 @@ INVALIDATED = "invalidated"
 MEMORY_TABLES = ("mem_facets", "mem_history", "mem_qa", "mem_summaries", "mem_evidence")
 #: The leaves a write changed and no build has taken since (journaled with the write, cleared
 #: once built): a writer killed in between leaves them for the next one, whose plan covers
-#: them too (:mod:`hltm_resources.build.writes`).
+#: them too (:mod:`hltm_resources.indexing.writes`).
 PENDING = "build_pending"
 PENDING_DDL = f"CREATE TABLE IF NOT EXISTS {PENDING} (node_id VARCHAR NOT NULL)"
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
+from hltm_resources import env
 from hltm_resources.ids import check_doc_id, check_raw_id
 from hltm_resources.models import Document, NodeInfo, Topology
 from hltm_resources.schema import DEFAULT_SCHEMA, DOCUMENTS, TreeSchema
@@ -175,7 +176,26 @@ def check_fields(obj: object, fields: tuple[str, ...], escaped: bool = True) -> 
         return f"field{'s' if len(wrong) > 1 else ''} " + ", ".join(wrong) + " must be strings"
     if escaped and not all(_is_unicode(obj[f]) for f in fields):
         return "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
+    limit = max_document_bytes()
+    for f in fields:
+        # A character is at most 4 bytes of UTF-8: only a long value is measured.
+        if len(obj[f]) * 4 > limit and (size := len(obj[f].encode("utf-8", "replace"))) > limit:
+            return (
+                f"field {f} holds {size:,} bytes, over the {limit:,} one field may hold "
+                "(HLTM_MAX_DOCUMENT_BYTES): split a long text into several documents"
+            )
     return None
+
+
+#: What one document's text may hold by default: about 250 pages of text. Building a leaf
+#: costs time and memory in proportion to its documents (a 50 MB one kept ``hltm index`` busy
+#: for more than ten minutes at 5 GB), so a bigger one is refused when it is loaded or written.
+MAX_DOCUMENT_BYTES = 1_000_000
+
+
+def max_document_bytes() -> int:
+    """The size limit of one document's text (``HLTM_MAX_DOCUMENT_BYTES``, checked)."""
+    return env.number("HLTM_MAX_DOCUMENT_BYTES", MAX_DOCUMENT_BYTES)
 
 
 def _parse_line(raw: bytes, fields: tuple[str, ...]) -> tuple[dict | None, str | None]:

@@ -121,7 +121,7 @@ def vector_items(node: NodeInfo, memory: Memory, levels: Sequence[str]) -> dict[
     """Per table, the rows a node's memory becomes (without vectors): ``text`` is what gets
     embedded (a facet as ``key: value``, a QA pair by its question, the summary by its
     sentence, a passage by itself; a passage's ``context_vector`` is its vector with its
-    neighbours', see :func:`hltm_resources.build.indexer.context_vectors`). ``levels``: the
+    neighbours', see :func:`hltm_resources.indexing.indexer.context_vectors`). ``levels``: the
     tree's levels, root first (for :func:`scope_labels`)."""
     base = {
         "node_id": node.node_id,

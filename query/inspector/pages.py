@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, quote, urlencode
 
-from hltm_resources.build.hints import load_active_hints
-from hltm_resources.build.preview import support_text
 from hltm_resources.engines.understanding import MENTION_KEY as MENTION
 from hltm_resources.errors import USER_ERRORS, QuestionError, ScopeError
 from hltm_resources.ids import InvalidIdError, parse_node_id
 from hltm_resources.ids import node_id as make_node_id
+from hltm_resources.indexing.hints import load_active_hints
+from hltm_resources.indexing.preview import support_text
 from hltm_resources.schema import TreeSchema
 from hltm_resources.text import plural_s
 from query.inspector.core import PageError, View

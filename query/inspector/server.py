@@ -15,6 +15,41 @@ KEEP_ALIVE_S = 5
 STOP_WAIT_S = 5
 
 
+def closing_idle_connections(seconds: float = KEEP_ALIVE_S):
+    """uvicorn's HTTP protocol, closing a connection that has not sent a whole request head
+    within ``seconds`` of opening or of its last answer (uvicorn itself only times out a
+    connection after an answer: one that never sends a request, or sends half a head, would
+    stay open for ever, and enough of them exhaust the process's files). A request being
+    answered is left alone."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class ClosingIdle(AutoHTTPProtocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm_head_deadline()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm_head_deadline()
+
+        def connection_lost(self, exc) -> None:
+            self._head_deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm_head_deadline(self) -> None:
+            previous = getattr(self, "_head_deadline", None)
+            if previous is not None:
+                previous.cancel()
+            self._head_deadline = self.loop.call_later(seconds, self._close_if_no_request)
+
+        def _close_if_no_request(self) -> None:
+            answering = self.cycle is not None and not self.cycle.response_complete
+            if not answering and not self.transport.is_closing():
+                self.transport.close()
+
+    return ClosingIdle
+
+
 class InspectorServer:
     """The inspector on a loopback address (port 0: any free port). The socket is bound when
     it is made (an ``OSError`` says the port is taken); :meth:`serve_forever` serves until
@@ -47,6 +82,7 @@ class InspectorServer:
             server_header=False,
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=STOP_WAIT_S,
+            http=closing_idle_connections(KEEP_ALIVE_S),
         )
         self.server = uvicorn.Server(config)
         self._stopped = threading.Event()

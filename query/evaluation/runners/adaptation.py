@@ -14,9 +14,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from hltm_resources.build import adaptation
-from hltm_resources.build.indexer import Indexer
 from hltm_resources.config import Settings
+from hltm_resources.indexing import adaptation
+from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.stores import database
 from query.evaluation import metrics
 from query.evaluation.runners.hiring import HiringHarness, load_queries

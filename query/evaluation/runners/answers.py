@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
+from hltm_resources.indexing.loading import load_and_build
 from hltm_resources.stores import database
 from query.evaluation import answers as scoring
 from query.evaluation.data.sample_world import World, generate_world, write_snapshot

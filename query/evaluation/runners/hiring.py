@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
 from hltm_resources.engines.base import Answer
 from hltm_resources.engines.llm.prompts import render_context
+from hltm_resources.indexing.loading import load_and_build
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology
 from hltm_resources.tokens import count_tokens

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
 from hltm_resources.engines.base import RetrievedContext
+from hltm_resources.indexing.loading import load_and_build
 from hltm_resources.tokens import count_tokens
 from query.evaluation import metrics
 from query.evaluation.data.public import (

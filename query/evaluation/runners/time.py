@@ -27,8 +27,8 @@ from datetime import date, timedelta
 
 import duckdb
 
-from hltm_resources.build.loading import load_and_build
 from hltm_resources.config import Settings
+from hltm_resources.indexing.loading import load_and_build
 from query.evaluation.data.sample_world import WORKPLACES, generate_world, write_snapshot
 from query.memory import Memory
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources.build.erasure import complete_erasures, scrub_database
 from hltm_resources.config import Settings
 from hltm_resources.errors import ScopeError
 from hltm_resources.faults import fault
 from hltm_resources.ids import parse_node_id
+from hltm_resources.indexing.erasure import complete_erasures, scrub_database
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import read_states

@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hltm_resources.build.erasure import complete_erasures
-from hltm_resources.build.hints import load_active_hints
 from hltm_resources.config import Settings
 from hltm_resources.embedding import make_embedder
 from hltm_resources.engines import make_agents
+from hltm_resources.indexing.erasure import complete_erasures
+from hltm_resources.indexing.hints import load_active_hints
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import INVALIDATED, read_memories
@@ -49,7 +49,7 @@ class VerifyReport:
 
 def full_rebuild(settings: Settings, scratch: Path) -> Settings:
     """Copy the SOT into ``scratch`` and build every node there (no vectors)."""
-    from hltm_resources.build.indexer import Indexer
+    from hltm_resources.indexing.indexer import Indexer
 
     target = settings.with_home(scratch)
     database.init_schema(target.duckdb_path, settings.schema)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hltm_resources.build.plan import EMPTIED, Plan, PlanItem
+from hltm_resources.indexing.plan import EMPTIED, Plan, PlanItem
 from hltm_resources.models import Topology, stable_hash
 
 GRACE_S = 180.0

@@ -8,8 +8,9 @@ that transaction (LanceDB versions, the LLM cache, the DuckDB file's freed block
 cleaned by :func:`complete_erasures`, which every writing command (``delete``, ``load``,
 ``index``, ``verify``) runs first, so a process killed at any point leaves work that the next
 command finishes; ``check`` fails while an erasure is pending. The last step, rewriting the
-DuckDB file, is announced by a marker file before the journal rows go, and redone until it
-has completed once.
+DuckDB file (the lake's data files), is announced by a mark before the journal rows go, and
+redone until it has completed once; the distributed deployment keeps the mark in the lake, so
+any coordinator finishes what another left.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ JOURNAL_DDL = (
 GONE, EMPTIED = "gone", "emptied"
 #: Next to the DuckDB file: "the file still holds freed blocks of erased rows: rewrite it".
 REWRITE_MARKER = ".rewrite-pending"
+#: The same mark in the distributed deployment's lake: "rewrite the data files".
+REWRITE_TABLE = "erasure_rewrite_pending"
+REWRITE_DDL = f"CREATE TABLE IF NOT EXISTS {REWRITE_TABLE} (recorded_at TIMESTAMP NOT NULL)"
 
 #: Stores outside this package that keep traces of nodes, erased by plug-ins registered at
 #: import (``hltm_assets`` registers Dagster's run history): name -> erase(settings, ids).
@@ -124,7 +128,48 @@ def pending_erasures(settings: Settings, timeout_s: float = 30.0) -> dict[str, s
 
 def erasure_pending(settings: Settings) -> bool:
     """Whether an erasure was recorded and is not complete in every store."""
-    return bool(pending_erasures(settings)) or marker_path(settings).exists()
+    return bool(pending_erasures(settings)) or rewrite_pending(settings)
+
+
+def rewrite_pending(settings: Settings) -> bool:
+    """Whether the last step of an erasure, rewriting the stores' files, is still to do. A
+    home marks it with a file next to its DuckDB file; the distributed deployment in the lake
+    itself (:data:`REWRITE_TABLE`), where every coordinator sees it."""
+    if not settings.distributed:
+        return marker_path(settings).exists()
+    with database.connect(settings.duckdb_path, read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if REWRITE_TABLE not in tables:
+            return False
+        return con.execute(f"SELECT count(*) FROM {REWRITE_TABLE}").fetchone()[0] > 0
+
+
+def _mark_rewrite_and_clear_journal(settings: Settings) -> None:
+    """The erasure's stores are clean: announce the rewrite, then forget the journal."""
+    if settings.distributed:
+        # One transaction of the shared lake: the mark and the journal are never both gone.
+        with database.connect(settings.duckdb_path) as con, database.transaction(con):
+            con.execute(REWRITE_DDL)
+            con.execute(f"INSERT INTO {REWRITE_TABLE} VALUES (current_timestamp)")
+            con.execute("DELETE FROM erasure_pending")
+        fault("erase:marked")
+        fault("erase:journal-cleared")
+        return
+    marker = marker_path(settings)
+    marker.write_text("rewrite the DuckDB file: freed blocks hold erased rows\n")
+    _sync(marker)
+    fault("erase:marked")
+    with database.connect(settings.duckdb_path) as con, database.transaction(con):
+        con.execute("DELETE FROM erasure_pending")
+    fault("erase:journal-cleared")
+
+
+def _clear_rewrite_mark(settings: Settings) -> None:
+    if settings.distributed:
+        with database.connect(settings.duckdb_path) as con:
+            con.execute(f"DELETE FROM {REWRITE_TABLE}")
+    else:
+        marker_path(settings).unlink()
 
 
 def complete_erasures(settings: Settings) -> list[str]:
@@ -132,7 +177,6 @@ def complete_erasures(settings: Settings) -> list[str]:
     replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
     pending = pending_erasures(settings)
     nodes = sorted(pending)
-    marker = marker_path(settings)
     # A deleted node's tokens go with it (an emptied one keeps its own).
     revoke_scoped(settings, [n for n, kind in pending.items() if kind == GONE])
     if nodes and (missing := _unreachable_stores(settings)):
@@ -148,16 +192,11 @@ def complete_erasures(settings: Settings) -> list[str]:
     if nodes:
         erase_everywhere(settings, nodes)
         fault("erase:stores-clean")
-        marker.write_text("rewrite the DuckDB file: freed blocks hold erased rows\n")
-        _sync(marker)
-        fault("erase:marked")
-        with database.connect(settings.duckdb_path) as con, database.transaction(con):
-            con.execute("DELETE FROM erasure_pending")
-        fault("erase:journal-cleared")
-    if marker.exists():
+        _mark_rewrite_and_clear_journal(settings)
+    if rewrite_pending(settings):
         database.rewrite_file(settings.duckdb_path)
         fault("erase:rewritten")
-        marker.unlink()
+        _clear_rewrite_mark(settings)
     return nodes
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from hltm_resources.build.erasure import complete_erasures, gone_and_emptied, scrub_database
 from hltm_resources.config import Settings
 from hltm_resources.faults import fault
+from hltm_resources.indexing.erasure import complete_erasures, gone_and_emptied, scrub_database
 from hltm_resources.models import Topology
 from hltm_resources.stores import database
 from hltm_resources.stores.changes import DOCUMENT, Applied, Change, ChangeError, SotIds
@@ -179,7 +179,7 @@ def plain_build(settings: Settings) -> Build:
     """Build a write's plan with the plain indexer (no Dagster run is recorded)."""
 
     def build(leaves: list[str]) -> dict[str, int]:
-        from hltm_resources.build.indexer import Indexer
+        from hltm_resources.indexing.indexer import Indexer
 
         indexer = Indexer(settings)
         plan = indexer.plan_for(leaves)

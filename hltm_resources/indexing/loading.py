@@ -12,24 +12,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hltm_resources.build.erasure import complete_erasures, gone_and_emptied, scrub_database
-from hltm_resources.build.indexer import Indexer
-from hltm_resources.build.plan import Plan
-from hltm_resources.config import Settings
+from hltm_resources.config import ConfigError, Settings
 from hltm_resources.faults import fault
+from hltm_resources.indexing.erasure import complete_erasures, gone_and_emptied, scrub_database
+from hltm_resources.indexing.indexer import Indexer
+from hltm_resources.indexing.plan import Plan
 from hltm_resources.stores import database
 from hltm_resources.stores.lock import home_lock
 from hltm_resources.stores.memory_rows import read_states
 from hltm_resources.stores.sot import LoadReport, apply_snapshot, read_snapshot, read_topology
 
 
-def load_snapshot(settings: Settings, directory: str | Path) -> LoadReport:
-    """Load ``directory`` into the home's SOT (validated first, one transaction)."""
+def load_snapshot(settings: Settings, directory: str | Path, rebuild: bool = False) -> LoadReport:
+    """Load ``directory`` into the home's SOT (validated first, one transaction).
+
+    ``rebuild`` (the distributed deployment only): start the memory over from this snapshot,
+    after its object store lost the files its catalog names. The lake is dropped first, its
+    catalog and every object under the store's prefix (vectors included); then ``hltm index
+    --full`` builds everything again."""
     schema = settings.schema
-    if settings.duckdb_path.exists():  # a home keeps its tree: refuse another before reading
-        database.init_schema(settings.duckdb_path, schema)
+    if rebuild and not settings.distributed:
+        raise ConfigError(
+            "--rebuild starts the distributed deployment's memory over (HLTM_DEPLOYMENT="
+            "distributed); a home's memory is rebuilt by loading into a new --home"
+        )
+    if not rebuild and settings.duckdb_path.exists():  # a home keeps its tree: refuse
+        database.init_schema(settings.duckdb_path, schema)  # another before reading
     snap = read_snapshot(directory, schema)
     with home_lock(settings, "load"):
+        if rebuild:
+            settings.duckdb_path.drop()
         complete_erasures(settings)  # an earlier delete or load may have died half-way
         database.init_schema(settings.duckdb_path, schema)
         with database.connect(settings.duckdb_path) as con, database.transaction(con):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hltm_resources.build.erasure import erasure_pending
 from hltm_resources.config import Settings
+from hltm_resources.indexing.erasure import erasure_pending
 from hltm_resources.models import Topology
 from hltm_resources.stores import database
 from hltm_resources.stores.sot import read_topology

@@ -17,16 +17,16 @@ from datetime import timedelta
 import numpy as np
 import pyarrow as pa
 
-from hltm_resources.build.erasure import complete_erasures
-from hltm_resources.build.evidence import EVIDENCE_VERSION, leaf_passages
-from hltm_resources.build.hints import load_active_hints
-from hltm_resources.build.plan import Plan, make_plan, split_changed
-from hltm_resources.build.preview import memory_preview
 from hltm_resources.config import Settings
 from hltm_resources.embedding import Embedder, make_embedder
 from hltm_resources.engines import Hints, MemoryAgents, Usage, make_agents
 from hltm_resources.engines.base import node_usage
 from hltm_resources.faults import fault
+from hltm_resources.indexing.erasure import complete_erasures
+from hltm_resources.indexing.evidence import EVIDENCE_VERSION, leaf_passages
+from hltm_resources.indexing.hints import load_active_hints
+from hltm_resources.indexing.plan import Plan, make_plan, split_changed
+from hltm_resources.indexing.preview import memory_preview
 from hltm_resources.models import Document, Memory, NodeInfo, Topology, stable_hash
 from hltm_resources.schema import TreeSchema
 from hltm_resources.stores import database
@@ -501,8 +501,12 @@ class Indexer:
         if getattr(self.agents, "parallel", False) and len(chunk) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
+            try:
                 results = list(pool.map(one, chunk))
+            finally:
+                # Stopped (an interrupt, SIGTERM): the nodes not started are not built.
+                pool.shutdown(wait=True, cancel_futures=True)
         else:
             results = [one(node) for node in chunk]
         items = [r for r in results if r is not None]
@@ -516,12 +520,10 @@ class Indexer:
             self.vectors.replace_nodes([n.node_id for n, *_ in items], rows)
         else:
             t2 = t1
-        with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
-            write_memories(
-                con,
-                items,
-                BuildMeta(self.agents.engine_id, self.embedder.model_id, self.hints.version),
-            )
+        meta = BuildMeta(self.agents.engine_id, self.embedder.model_id, self.hints.version)
+        database.write_retrying(
+            self.settings.duckdb_path, lambda con: write_memories(con, items, meta)
+        )
         t3 = time.perf_counter()
         report.engine_s += t1 - t0
         report.embed_s += t2 - t1
@@ -621,8 +623,7 @@ class Indexer:
         if not ids:
             return
         self.vectors.delete_nodes(ids)
-        with database.connect(self.settings.duckdb_path) as con, database.transaction(con):
-            erase_rows(con, ids)
+        database.write_retrying(self.settings.duckdb_path, lambda con: erase_rows(con, ids))
 
 
 #: How much each neighbouring passage weighs in a passage's context vector (itself: 1).
