@@ -114,34 +114,35 @@ def marker_path(settings: Settings) -> Path:
 
 def pending_erasures(settings: Settings, timeout_s: float = 30.0) -> dict[str, str]:
     """Node id -> kind (``GONE``, ``EMPTIED``) of every erasure recorded and not complete."""
-    if not settings.duckdb_path.exists():
-        return {}
-    with database.connect(settings.duckdb_path, read_only=True, timeout_s=timeout_s) as con:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if "erasure_pending" not in tables:
-            return {}
-        rows = con.execute(
-            "SELECT node_id, max(kind) FROM erasure_pending GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    return dict(rows)  # "gone" sorts after "emptied": deleted and emptied is gone
+    return _erasure_state(settings, timeout_s)[0]
 
 
 def erasure_pending(settings: Settings) -> bool:
     """Whether an erasure was recorded and is not complete in every store."""
-    return bool(pending_erasures(settings)) or rewrite_pending(settings)
+    pending, rewrite = _erasure_state(settings)
+    return bool(pending) or rewrite
 
 
-def rewrite_pending(settings: Settings) -> bool:
-    """Whether the last step of an erasure, rewriting the stores' files, is still to do. A
-    home marks it with a file next to its DuckDB file; the distributed deployment in the lake
-    itself (:data:`REWRITE_TABLE`), where every coordinator sees it."""
-    if not settings.distributed:
-        return marker_path(settings).exists()
-    with database.connect(settings.duckdb_path, read_only=True) as con:
+def _erasure_state(settings: Settings, timeout_s: float = 30.0) -> tuple[dict[str, str], bool]:
+    """The journal (:func:`pending_erasures`), and whether the last step of an erasure,
+    rewriting the stores' files, is still to do. A home marks that with a file next to its
+    DuckDB file; the distributed deployment in the lake itself (:data:`REWRITE_TABLE`), where
+    every coordinator sees it, read with the journal (each attach of the lake costs a
+    connection to its catalog)."""
+    lake = settings.distributed
+    rewrite = False if lake else marker_path(settings).exists()
+    if not settings.duckdb_path.exists():
+        return {}, rewrite
+    with database.connect(settings.duckdb_path, read_only=True, timeout_s=timeout_s) as con:
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if REWRITE_TABLE not in tables:
-            return False
-        return con.execute(f"SELECT count(*) FROM {REWRITE_TABLE}").fetchone()[0] > 0
+        rows = []
+        if "erasure_pending" in tables:
+            rows = con.execute(
+                "SELECT node_id, max(kind) FROM erasure_pending GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        if lake and REWRITE_TABLE in tables:
+            rewrite = con.execute(f"SELECT count(*) FROM {REWRITE_TABLE}").fetchone()[0] > 0
+    return dict(rows), rewrite  # "gone" sorts after "emptied": deleted and emptied is gone
 
 
 def _mark_rewrite_and_clear_journal(settings: Settings) -> None:
@@ -175,7 +176,7 @@ def _clear_rewrite_mark(settings: Settings) -> None:
 def complete_erasures(settings: Settings) -> list[str]:
     """Finish every recorded erasure: vectors and their old table versions, cached LLM
     replies, then the DuckDB file rewritten. Idempotent; returns the node ids erased."""
-    pending = pending_erasures(settings)
+    pending, rewrite = _erasure_state(settings)
     nodes = sorted(pending)
     # A deleted node's tokens go with it (an emptied one keeps its own).
     revoke_scoped(settings, [n for n, kind in pending.items() if kind == GONE])
@@ -193,7 +194,8 @@ def complete_erasures(settings: Settings) -> list[str]:
         erase_everywhere(settings, nodes)
         fault("erase:stores-clean")
         _mark_rewrite_and_clear_journal(settings)
-    if rewrite_pending(settings):
+        rewrite = True
+    if rewrite:
         database.rewrite_file(settings.duckdb_path)
         fault("erase:rewritten")
         _clear_rewrite_mark(settings)

@@ -295,16 +295,11 @@ class Lake:
         con.execute(f"USE {CATALOG}")
 
     @contextlib.contextmanager
-    def one_at_a_time(self) -> Iterator[None]:
-        """The block runs in one process of the deployment at a time (a PostgreSQL advisory
-        lock, released when the block ends or the process dies): what makes the catalog and
-        HLTM's tables (:func:`~hltm_resources.stores.database.init_schema`) holds it."""
+    def catalog_session(self) -> Iterator:
+        """A cursor on the catalog's PostgreSQL database, in autocommit, closed after the
+        block; a PostgreSQL that cannot be reached is a :class:`LakeError` in one line."""
         import psycopg2
 
-        held = _HELD.__dict__.setdefault("urls", set())
-        if self.catalog_url in held:
-            yield
-            return
         try:
             con = psycopg2.connect(self.catalog_url)
         except psycopg2.Error as exc:
@@ -316,12 +311,26 @@ class Lake:
         try:
             con.autocommit = True
             with con.cursor() as cur:
-                cur.execute("SELECT pg_advisory_lock(%s)", [SCHEMA_LOCK])
-            held.add(self.catalog_url)
-            yield
+                yield cur
         finally:
-            held.discard(self.catalog_url)
             con.close()
+
+    @contextlib.contextmanager
+    def one_at_a_time(self) -> Iterator[None]:
+        """The block runs in one process of the deployment at a time (a PostgreSQL advisory
+        lock, released when the block ends or the process dies): what makes the catalog and
+        HLTM's tables (:func:`~hltm_resources.stores.database.init_schema`) holds it."""
+        held = _HELD.__dict__.setdefault("urls", set())
+        if self.catalog_url in held:
+            yield
+            return
+        with self.catalog_session() as cur:
+            cur.execute("SELECT pg_advisory_lock(%s)", [SCHEMA_LOCK])
+            held.add(self.catalog_url)
+            try:
+                yield
+            finally:
+                held.discard(self.catalog_url)
 
     def exists(self) -> bool:
         """Whether the lake holds HLTM's tables (``hltm load`` made it)."""
@@ -341,15 +350,8 @@ class Lake:
         """Forget the lake: its catalog (the metadata schema in PostgreSQL) and every object
         under the store's prefix (its data files and the vector tables). What a deployment
         whose object store lost its files starts over from (``hltm load --rebuild``)."""
-        import psycopg2
-
-        con = psycopg2.connect(self.catalog_url)
-        con.autocommit = True
-        try:
-            with con.cursor() as cur:
-                cur.execute(f"DROP SCHEMA IF EXISTS {METADATA_SCHEMA} CASCADE")
-        finally:
-            con.close()
+        with self.catalog_session() as cur:
+            cur.execute(f"DROP SCHEMA IF EXISTS {METADATA_SCHEMA} CASCADE")
         client = self.store.client()
         keys = self.store.keys()
         for start in range(0, len(keys), 1000):
@@ -362,15 +364,8 @@ class Lake:
         """Rewrite every table of the catalog's PostgreSQL database (``VACUUM FULL``): rows
         deleted from it (the catalog's entries and column statistics of files a compaction
         dropped, erased runs) stay in a table's pages until then."""
-        import psycopg2
-
-        con = psycopg2.connect(self.catalog_url)
-        con.autocommit = True
-        try:
-            with con.cursor() as cur:
-                cur.execute("VACUUM FULL")
-        finally:
-            con.close()
+        with self.catalog_session() as cur:
+            cur.execute("VACUUM FULL")
 
     def compact(self, con: duckdb.DuckDBPyConnection) -> None:
         """Rewrite data files that carry deleted rows, then drop every older snapshot and the

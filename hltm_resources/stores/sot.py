@@ -126,9 +126,10 @@ def _parse_file(
     """The well-formed rows of one file (JSON objects with every field a string)."""
     columns: dict[str, list] = {f: [] for f in (*fields, LINE)}
     problems = []
+    limit = max_document_bytes()  # once per file: reading the setting costs as much as a line
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            obj, problem = _parse_line(raw, fields)
+            obj, problem = _parse_line(raw, fields, limit)
             if problem:
                 problems.append(SnapshotProblem(name, lineno, problem))
             elif obj is not None:
@@ -162,10 +163,13 @@ def decode_line(raw: bytes) -> tuple[object, str | None]:
         return None, f"is not valid JSON ({str(exc)[:80]})"
 
 
-def check_fields(obj: object, fields: tuple[str, ...], escaped: bool = True) -> str | None:
+def check_fields(
+    obj: object, fields: tuple[str, ...], escaped: bool = True, limit: int | None = None
+) -> str | None:
     """What is wrong with a decoded line as a record of ``fields`` (every field a string of
     text), or None. ``escaped=False``: the line held no ``\\u`` escape, so no lone
-    surrogate (the check is skipped)."""
+    surrogate (the check is skipped). ``limit``: the bytes one field may hold (default
+    :func:`max_document_bytes`; a caller checking many lines reads it once)."""
     if not isinstance(obj, dict):
         return "is not a JSON object"
     missing = [f for f in fields if f not in obj]
@@ -176,7 +180,7 @@ def check_fields(obj: object, fields: tuple[str, ...], escaped: bool = True) -> 
         return f"field{'s' if len(wrong) > 1 else ''} " + ", ".join(wrong) + " must be strings"
     if escaped and not all(_is_unicode(obj[f]) for f in fields):
         return "holds a lone surrogate escape (\\ud800-\\udfff), which is not text"
-    limit = max_document_bytes()
+    limit = max_document_bytes() if limit is None else limit
     for f in fields:
         # A character is at most 4 bytes of UTF-8: only a long value is measured.
         if len(obj[f]) * 4 > limit and (size := len(obj[f].encode("utf-8", "replace"))) > limit:
@@ -198,12 +202,12 @@ def max_document_bytes() -> int:
     return env.number("HLTM_MAX_DOCUMENT_BYTES", MAX_DOCUMENT_BYTES)
 
 
-def _parse_line(raw: bytes, fields: tuple[str, ...]) -> tuple[dict | None, str | None]:
+def _parse_line(raw: bytes, fields: tuple[str, ...], limit: int) -> tuple[dict | None, str | None]:
     """(the object, None), (None, None) for a blank line, or (None, what is wrong)."""
     obj, problem = decode_line(raw)
     if problem or obj is BLANK:
         return None, problem
-    problem = check_fields(obj, fields, escaped=b"\\u" in raw)
+    problem = check_fields(obj, fields, escaped=b"\\u" in raw, limit=limit)
     return (None, problem) if problem else (obj, None)
 
 
