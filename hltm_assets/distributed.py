@@ -17,7 +17,6 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Sequence
 
 import dagster as dg
 
@@ -124,18 +123,6 @@ def live_workers(app, timeout_s: float = 2.0) -> list[str]:
     return sorted(r for reply in app.control.ping(timeout=timeout_s) or [] for r in reply)
 
 
-def split(span: KeyRange, ordered: Sequence[str], position: dict[str, int], size: int):
-    """``span`` as consecutive ranges of at most ``size`` partitions, each with its own keys."""
-    first, last = position[span.start], position[span.end]
-    keys, recorded = set(span.keys), set(span.recorded)
-    for lo in range(first, last + 1, size):
-        part = ordered[lo : min(lo + size, last + 1)]
-        mine = tuple(k for k in part if k in keys)
-        also = tuple(k for k in part if k in recorded)
-        if mine or also:
-            yield KeyRange(part[0], part[-1], mine, also)
-
-
 class DistributedIndex:
     """One ``hltm index`` on the workers: the runs of each level, launched and awaited."""
 
@@ -186,11 +173,7 @@ class DistributedIndex:
         lk = LevelKeys.of(self.tree, level, keys, self.recorded_children)
         size = math.ceil(len(keys) / (RUNS_PER_WORKER * len(self.workers)))
         size = max(RUN_SIZE[0], min(RUN_SIZE[1], size))
-        spans = [
-            part
-            for span in sibling_ranges(keys, lk.ordered, lk.parent_of, lk.recorded)
-            for part in split(span, lk.ordered, lk.position, size)
-        ]
+        spans = sibling_ranges(keys, lk.ordered, lk.parent_of, lk.recorded, most=size)
         runs = {self._launch(level, span): span for span in spans}
         result.runs += len(runs)
         failed = self._await(runs)

@@ -89,9 +89,11 @@ def sibling_ranges(
     parent_of: Mapping[str, str | None],
     recorded: Collection[str] = (),
     gap: int = 0,
+    most: int | None = None,
 ) -> list[KeyRange]:
     """One range per parent of ``keys`` (and of ``recorded``), from its first key in
-    ``ordered`` to its last; ranges with at most ``gap`` partitions between them merged.
+    ``ordered`` to its last; ranges with at most ``gap`` partitions between them merged; a
+    range of more than ``most`` partitions cut into ranges of at most ``most``.
 
     Dagster runs only contiguous partition ranges (dagster-io/dagster#32335); a range per
     contiguous run of ``keys`` made scattered edits one run per leaf. Spanning each parent's
@@ -101,7 +103,9 @@ def sibling_ranges(
     nodes is cheaper than a run of its own. A parent whose children a range recorded must be
     recorded as well (``recorded``): Dagster would otherwise see it older than its children
     and its automation would rebuild it. Nodes without a parent (the top level) form one
-    group. A full build stays one range per level.
+    group. A full build is one range per level, cut by ``most``: what a run holds until its
+    end (each partition's metadata and materialization event) grows with its partitions, so
+    the cut bounds a build's memory whatever the number of leaves.
     """
     position = {k: i for i, k in enumerate(ordered)}
     groups: dict[str | None, list[int]] = {}
@@ -114,6 +118,8 @@ def sibling_ranges(
             merged[-1] = (merged[-1][0], last, merged[-1][2] + idx)
         else:
             merged.append((first, last, idx))
+    if most is not None:
+        merged = [piece for span in merged for piece in _cut(span[2], most)]
     to_build = set(keys)
     out = []
     for first, last, idx in merged:
@@ -127,6 +133,17 @@ def sibling_ranges(
             )
         )
     return out
+
+
+def _cut(positions: list[int], most: int) -> list[tuple[int, int, list[int]]]:
+    """``positions`` (of one merged range) in ranges of at most ``most`` partitions, each
+    from its first position to its last."""
+    pieces: list[list[int]] = []
+    for i in sorted(positions):
+        if not pieces or i - pieces[-1][0] >= most:
+            pieces.append([])
+        pieces[-1].append(i)
+    return [(piece[0], piece[-1], piece) for piece in pieces]
 
 
 def ranges_around(

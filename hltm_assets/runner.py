@@ -11,6 +11,7 @@ Runs are recorded in the home's Dagster instance, so they show in the UI.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +57,10 @@ from hltm_resources.stores.lock import home_lock
 #: current partition inside a range about 2 ms (BENCHMARKS.md, Scale): spanning up to 200
 #: current partitions is cheaper than another run.
 RANGE_GAP = 200
+#: No run spans more partitions than this. A run holds each of its partitions' metadata and
+#: materialization event until it ends: the one leaf run of a 100k build peaked at 12.6 GB
+#: (BENCHMARKS.md, Scale). The half second a run costs is nothing to 2,000 leaves' build.
+RUN_PARTITIONS_MOST = 2000
 _QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
@@ -97,6 +102,15 @@ def _run(
         instance=instance, run_config=_QUIET, tags=tags, raise_on_error=False
     )
     result.runs += 1
+    try:
+        return _outcome(run, result)
+    finally:
+        del run
+        _give_back_memory()
+
+
+def _outcome(run, result: IndexResult) -> int | None:
+    """What :func:`_run` returns for a finished ``run``; an interrupted one raises."""
     if not run.success:
         if _interrupted(run):
             # Ctrl-C or SIGTERM stopped it: stop here, not run its parts again (a failed
@@ -107,6 +121,13 @@ def _run(
     if not events:
         return 0
     return result.add_batch(events[0].materialization.metadata["batch"].value)
+
+
+def _give_back_memory() -> None:
+    """Hand the pages the run freed back to the system: the C allocator keeps them
+    otherwise, and the next run's peak comes on top of them."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _interrupted(run) -> bool:
@@ -219,10 +240,14 @@ def _materialize_level(
 
         if max_runs is None or not only_changed:
             attempt(
-                sibling_ranges(keys, ordered, lk.parent_of, lk.recorded, RANGE_GAP), only_changed
+                sibling_ranges(
+                    keys, ordered, lk.parent_of, lk.recorded, RANGE_GAP, RUN_PARTITIONS_MOST
+                ),
+                only_changed,
             )
             return
-        spans = sibling_ranges(keys, ordered, lk.parent_of, lk.recorded, 0)  # no idle partitions
+        # No idle partitions in these runs.
+        spans = sibling_ranges(keys, ordered, lk.parent_of, lk.recorded, 0, RUN_PARTITIONS_MOST)
         if len(spans) <= max_runs:
             attempt(spans, only_changed)
             return
@@ -342,6 +367,9 @@ def _run_index(
     result.embedded_texts = indexer.embedder.texts - texts0
     result.embedding_calls = indexer.embedder.calls - calls0
     if tidy:
+        if full:  # a rebuild's texts come back no more; compacting needs the memory
+            indexer.forget_embeddings()
+            _give_back_memory()
         indexer.vectors.tidy(when_needed=not full)
     result.seconds = time.perf_counter() - t0
     return result

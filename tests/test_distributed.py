@@ -383,27 +383,6 @@ def test_the_llm_reply_cache_is_shared_and_erased_in_postgresql(deployment):
     assert not postgres_holding(deployment, SENTINEL)
 
 
-def test_a_level_is_cut_into_runs_of_at_most_n_partitions_each_with_its_own_keys():
-    from hltm_assets.distributed import split
-    from hltm_assets.partitions import KeyRange
-
-    ordered = [f"p{i:02d}" for i in range(10)]
-    position = {k: i for i, k in enumerate(ordered)}
-    span = KeyRange("p01", "p08", keys=("p01", "p02", "p07", "p08"), recorded=("p04",))
-    parts = list(split(span, ordered, position, size=3))
-    # p01..p03 builds p01 and p02; p04..p06 records p04; p07..p08 builds both.
-    assert parts == [
-        KeyRange("p01", "p03", ("p01", "p02"), ()),
-        KeyRange("p04", "p06", (), ("p04",)),
-        KeyRange("p07", "p08", ("p07", "p08"), ()),
-    ]
-    quiet = KeyRange("p00", "p09", keys=("p00", "p09"))
-    assert [(p.start, p.end) for p in split(quiet, ordered, position, size=4)] == [
-        ("p00", "p03"),  # the middle part has nothing to build or record: no run
-        ("p08", "p09"),
-    ]
-
-
 def test_a_second_writer_of_the_distributed_memory_is_refused_with_the_holder(deployment, tmp_path):
     from hltm_resources.stores.lock import home_lock
 

@@ -7,12 +7,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from hltm_assets import runner
 from hltm_assets.assets import ONLY_CHANGED_TAG
 from hltm_assets.definitions import build_definitions, level_job_name
 from hltm_assets.history import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from hltm_assets.partitions import KeyRange, ranges_around, sibling_ranges
 from hltm_assets.runner import dagster_instance, run_index
 from hltm_resources.config import Settings
+from hltm_resources.indexing import indexer as indexer_module
 from hltm_resources.indexing.indexer import Indexer
 from hltm_resources.indexing.loading import load_snapshot
 from hltm_resources.indexing.plan import split_changed
@@ -55,6 +57,25 @@ def test_one_range_per_parent_of_the_keys(keys, ranges):
 )
 def test_ranges_of_nearby_parents_are_one_run(gap, ranges):
     assert sibling_ranges(["a1", "b3"], ORDER, PARENT, gap=gap) == ranges
+
+
+def test_a_range_longer_than_most_partitions_is_cut_into_runs_of_at_most_that_many():
+    # A full build of the level (one range) in runs of at most three partitions each, cutting
+    # through parent a's children as well: what a run holds grows with its partitions.
+    assert sibling_ranges(ORDER, ORDER, PARENT, most=3) == [
+        KeyRange("a1", "a3", ("a1", "a2", "a3")),
+        KeyRange("b1", "b3", ("b1", "b2", "b3")),
+        KeyRange("c1", "c1", ("c1",)),
+    ]
+    # A cut range starts at its first key: the partitions a gap spans are not run on their own.
+    assert sibling_ranges(["a1", "b3"], ORDER, PARENT, gap=4, most=3) == [
+        KeyRange("a1", "a1", ("a1",)),
+        KeyRange("b3", "b3", ("b3",)),
+    ]
+    assert sibling_ranges(["a1"], ORDER, PARENT, recorded=["a3", "b1"], most=2) == [
+        KeyRange("a1", "a1", ("a1",)),
+        KeyRange("a3", "b1", (), ("a3", "b1")),
+    ]
 
 
 def test_a_node_whose_children_were_recorded_is_recorded_not_built():
@@ -110,6 +131,7 @@ SEATS = {"a1": "a", "a2": "a", "b1": "b", "b2": "b"}  # seat -> account
 PROJECTS = [f"{seat}-{i}" for seat in SEATS for i in range(1, 6)]  # five projects a seat
 #: Scattered edits in two seats of two accounts: no two edited projects are neighbours.
 EDITED = ["a1-1", "a1-3", "a1-5", "b2-2", "b2-4"]
+LEVELS = ("project", "seat", "account")
 
 
 def snapshot(directory: Path, edited: tuple[str, ...] = (), noted: tuple[str, ...] = ()) -> Path:
@@ -186,6 +208,45 @@ def test_scattered_edits_cost_runs_per_touched_seat_and_rebuild_exactly_them(bui
     load_snapshot(fresh, snapshot(tmp_path / "v2-fresh", edited=tuple(EDITED)))
     assert run_index(fresh, full=True).built["project"] == len(PROJECTS)
     assert memory_hashes(built) == memory_hashes(fresh)
+
+
+def test_a_full_build_in_runs_of_at_most_n_partitions_stores_what_one_run_a_level_stores(
+    built, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(runner, "RUN_PARTITIONS_MOST", 6)
+    cut = Settings(home=tmp_path / "cut")
+    load_snapshot(cut, snapshot(tmp_path / "v1-cut"))
+    result = run_index(cut, full=True)
+
+    # 20 projects in runs of at most 6, then the 4 seats and the 2 accounts in a run each.
+    assert not result.failed and result.runs == 4 + 1 + 1
+    assert result.built == {"project": 20, "seat": 4, "account": 2}
+    with dagster_instance(cut) as instance:
+        runs = instance.get_runs(filters=dg.RunsFilter(job_name=level_job_name("project")))
+        materialized = instance.get_materialized_partitions(dg.AssetKey("project_memory"))
+    assert len(runs) == 4 and materialized == set(PROJECTS)
+    assert memory_hashes(cut) == memory_hashes(built)
+
+
+def test_a_plan_reads_the_documents_of_a_few_leaves_at_a_time_and_plans_the_same(
+    built, tmp_path, monkeypatch
+):
+    load_snapshot(built, snapshot(tmp_path / "v2", edited=tuple(EDITED)))
+    whole = Indexer(built).plan()
+    read = indexer_module.read_documents
+    asked: list[int] = []
+
+    def counted(con, schema, leaf_ids):
+        asked.append(len(leaf_ids))
+        return read(con, schema, leaf_ids)
+
+    monkeypatch.setattr(indexer_module, "HASHED_LEAVES", 3)
+    monkeypatch.setattr(indexer_module, "read_documents", counted)
+    few = Indexer(built).plan()
+
+    assert max(asked) == 3 and sum(asked) == len(PROJECTS)
+    assert sorted(few.keys("project")) == sorted(EDITED)
+    assert {lv: few.keys(lv) for lv in LEVELS} == {lv: whole.keys(lv) for lv in LEVELS}
 
 
 def test_untouched_seats_between_touched_ones_are_recorded_so_automation_stays_quiet(

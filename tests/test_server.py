@@ -142,6 +142,15 @@ def test_the_json_api_serves_the_tree_a_node_a_document_search_and_its_own_schem
         assert docs.status_code == 200 and "/v1/nodes/{node_id}" in docs.text
 
 
+def test_connections_that_never_send_a_whole_request_are_closed_once_idle(home):
+    from tests.test_inspector import hung_up_by_the_server
+
+    with service(home) as (_, url):
+        assert hung_up_by_the_server(url, 30) == 30
+        assert hung_up_by_the_server(url, 3, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n") == 3
+        assert httpx.get(url + "/v1/health", timeout=60).json()["ok"] is True
+
+
 def test_remember_then_ask_then_forget_over_http(home):
     with service(home) as (_, url), httpx.Client(base_url=url, timeout=120) as http:
         made = http.post(

@@ -279,6 +279,13 @@ def _rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _reset_peak_rss() -> None:
+    """Start this process's peak resident memory (``VmHWM``) again from what it holds now
+    (Linux: ``clear_refs``)."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
 def _peak_rss_mb() -> float:
     """This process's peak resident memory (Linux ``VmHWM``), in MB. Not ``getrusage``: its
     ``ru_maxrss`` survives ``exec``, so a process started by a large one reports its parent's
@@ -597,6 +604,8 @@ def bench_scale(
             load_snapshot(settings, root / "v1")
             out["sot_load_s"] = round(time.perf_counter() - t0, 1)
             out["rss_after_load_mb"] = round(_rss_mb())
+            out["peak_rss_load_mb"] = round(_peak_rss_mb())
+            _reset_peak_rss()  # the build's own peak from here (hltm load is its own command)
             out["full_index"], _ = _full_index(settings, leaves)
             report.write_text(json.dumps(out, indent=2))
         out["embedder_side_by_side"] = _embedder_side_by_side(settings)

@@ -62,6 +62,11 @@ INPUT_HASH_VERSION = 2
 LEAF_CHUNK = 512
 PARENT_CHUNK = 64
 EMBED_CACHE_SIZE = 50_000
+#: The most of index pages, and the most of table metadata, LanceDB keeps in memory for a
+#: build (its defaults, gigabytes, filled up with every chunk's deletes and writes).
+BUILD_CACHE_BYTES = 128 * 2**20
+#: Leaves whose documents a plan reads at once to hash them (each read scans the documents).
+HASHED_LEAVES = 4096
 
 Progress = Callable[[int], None]
 BuildLevel = Callable[[str, Sequence[str]], object]
@@ -220,6 +225,7 @@ class Indexer:
             self.embedder.model_id,
             self.embedder.dim,
             read_consistency=timedelta(0) if settings.distributed else None,
+            cache_bytes=BUILD_CACHE_BYTES,
         )
 
     def refresh_hints(self) -> None:
@@ -259,18 +265,28 @@ class Indexer:
         with database.connect(self.settings.duckdb_path, read_only=True) as con:
             topo = read_topology(con, self.schema)
             states = read_states(con)
-            docs = read_documents(con, self.schema, list(topo.leaves))
+            hashes = self._leaf_hashes(con, list(topo.leaves.values()))
         vector_ids: set[str] = set()
         for name in TABLES:
             vector_ids |= self.vectors.node_ids(name)
         return make_plan(
             topo,
             states,
-            leaf_hash=lambda node: self.leaf_hash(node, docs[node.raw_id]),
+            leaf_hash=lambda node: hashes[node.raw_id],
             parent_hash=self.parent_hash,
             vector_ids=vector_ids,
             full=full,
         )
+
+    def _leaf_hashes(self, con, leaves: Sequence[NodeInfo]) -> dict[str, str]:
+        """:meth:`leaf_hash` of each of ``leaves`` by raw id, reading the documents of
+        :data:`HASHED_LEAVES` leaves at a time (all at once held every document of the tree)."""
+        hashes: dict[str, str] = {}
+        for start in range(0, len(leaves), HASHED_LEAVES):
+            chunk = leaves[start : start + HASHED_LEAVES]
+            docs = read_documents(con, self.schema, [n.raw_id for n in chunk])
+            hashes.update((n.raw_id, self.leaf_hash(n, docs[n.raw_id])) for n in chunk)
+        return hashes
 
     def plan_for(self, leaves: Sequence[str], topology: Topology | None = None) -> Plan:
         """The plan after writes that changed ``leaves`` (node ids) and nothing else: their
@@ -613,6 +629,10 @@ class Indexer:
                 self._vec_cache.clear()
             self._vec_cache.update((t, known[t]) for t in missing[: self.embed_cache_size])
         return np.stack([known[t] for t in texts]), set(missing)
+
+    def forget_embeddings(self) -> None:
+        """Empty the cache of texts embedded so far (up to ``embed_cache_size`` vectors)."""
+        self._vec_cache.clear()
 
     def vectors_schema(self, name: str) -> pa.Schema:
         return table_schema(name, self.embedder.model_id, self.embedder.dim)

@@ -259,8 +259,13 @@ class VectorStore:
         model_id: str | None,
         dim: int | None,
         read_consistency: timedelta | None = None,
+        cache_bytes: int | None = None,
     ):
         """``model_id=None`` opens tables read/delete-only, without the model check.
+
+        ``cache_bytes``: the most LanceDB keeps of index pages, and the most of table
+        metadata, in memory (None: its defaults, gigabytes; a build bounds them, see
+        :data:`BUILD_CACHE_BYTES`).
 
         ``read_consistency``: how often a long-lived reader looks for newer table versions
         (None: the version current when a table was opened).
@@ -273,6 +278,7 @@ class VectorStore:
         self.read_consistency = read_consistency
         self.model_id = model_id
         self.dim = dim
+        self.cache_bytes = cache_bytes
         self._db = None
         self._tables: dict[str, object] = {}
         self._indexed: set[tuple[str, str]] = set()
@@ -290,6 +296,11 @@ class VectorStore:
                 options["storage_options"] = ObjectStore.from_env(self.path).lance_options()
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
+            if self.cache_bytes is not None:
+                options["session"] = lancedb.Session(
+                    index_cache_size_bytes=self.cache_bytes,
+                    metadata_cache_size_bytes=self.cache_bytes,
+                )
             self._db = lancedb.connect(
                 str(self.path), read_consistency_interval=self.read_consistency, **options
             )
