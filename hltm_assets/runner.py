@@ -367,7 +367,7 @@ def _run_index(
     result.embedded_texts = indexer.embedder.texts - texts0
     result.embedding_calls = indexer.embedder.calls - calls0
     if tidy:
-        if full:  # a rebuild's texts come back no more; compacting needs the memory
+        if full:  # every text is stored by now; the compaction below needs the memory
             indexer.forget_embeddings()
             _give_back_memory()
         indexer.vectors.tidy(when_needed=not full)

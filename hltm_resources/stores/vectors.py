@@ -264,7 +264,7 @@ class VectorStore:
         """``model_id=None`` opens tables read/delete-only, without the model check.
 
         ``cache_bytes``: the most LanceDB keeps of index pages, and the most of table
-        metadata, in memory (None: its defaults, gigabytes; a build bounds them, see
+        metadata, in memory (None: its defaults, 6 GB and 1 GB; a build bounds them, see
         :data:`BUILD_CACHE_BYTES`).
 
         ``read_consistency``: how often a long-lived reader looks for newer table versions
