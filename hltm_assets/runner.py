@@ -123,11 +123,22 @@ def _outcome(run, result: IndexResult) -> int | None:
     return result.add_batch(events[0].materialization.metadata["batch"].value)
 
 
+def _glibc():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc: freed pages stay with the allocator
+        return None
+
+
+_LIBC = _glibc()
+
+
 def _give_back_memory() -> None:
     """Hand the pages the run freed back to the system: the C allocator keeps them
     otherwise, and the next run's peak comes on top of them."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def _interrupted(run) -> bool:
