@@ -45,6 +45,7 @@ from hltm_resources.indexing.erasure import complete_erasures
 from hltm_resources.indexing.indexer import BuildReport, Indexer, NodeBuildError
 from hltm_resources.indexing.plan import Plan
 from hltm_resources.stores.lock import home_lock
+from hltm_resources.stores.vectors import TABLES
 
 # No pool limits here: an in-process run that is killed would keep its pool slot forever (no
 # daemon monitors it) and every later `hltm index` would wait on it. The home's writer lock
@@ -381,6 +382,8 @@ def _run_index(
         if full:  # every text is stored by now; the compaction below needs the memory
             indexer.forget_embeddings()
             _give_back_memory()
-        indexer.vectors.tidy(when_needed=not full)
+        for name in TABLES:  # a table at a time, the pages each freed handed back (<= 70 MB)
+            indexer.vectors.tidy(when_needed=not full, tables=[name])
+            _give_back_memory()
     result.seconds = time.perf_counter() - t0
     return result

@@ -32,6 +32,8 @@ from hltm_resources.schema import TreeSchema
 from hltm_resources.stores.vectors import (
     CONTEXT_BOOST,
     CONTEXT_VECTOR,
+    EXACT_FACET_ROWS,
+    EXACT_FACET_TEXTS,
     VectorStore,
     node_filter,
     passage_filter,
@@ -59,8 +61,9 @@ VECTORS_ONLY = ("node_id", "vector", ROW_ID)
 #: Facet rows a scope too large to hold may keep as :class:`TextFacets` (payload alone, about
 #: 100 bytes a row), and the distinct texts it may have (one vector each); a scope past
 #: either is searched through LanceDB's index for ``CANDIDATE_LIMIT`` rows per micro-query.
-MAX_TEXT_FACET_ROWS = 2_000_000
-MAX_FACET_TEXTS = MAX_HELD_SCOPE_ROWS
+#: The index is made only for a facets table that can hold such a scope (``VectorStore.tidy``).
+MAX_TEXT_FACET_ROWS = EXACT_FACET_ROWS
+MAX_FACET_TEXTS = EXACT_FACET_TEXTS
 CANDIDATE_LIMIT = 400
 MAX_FACETS_PER_NODE = 12
 CACHED_SCOPES = 64

@@ -565,7 +565,9 @@ def test_a_large_table_gets_a_vector_index_and_searches_through_it_stay_in_scope
 
     store = VectorStore(fresh_home.lancedb_path, None, None)
     assert not any(store.vector_indexed(name) for name in TABLES)  # below the default size
-    store.tidy(index_from=256, keys_from=256)  # what `hltm index` does for tables this large
+    # What `hltm index` does for tables this large, and for a facets table with a scope
+    # too large for the exact search over its texts.
+    store.tidy(index_from=256, keys_from=256, exact_facets=(0, 0))
     indexed = [name for name in TABLES if store.vector_indexed(name)]
     assert "facets" in indexed
     keys = {tuple(i.columns) for i in store.table("facets").list_indices()}
@@ -587,6 +589,37 @@ def test_a_large_table_gets_a_vector_index_and_searches_through_it_stay_in_scope
             assert all(catalog[n][1].startswith(path + "/") for n in found), (seat, question)
 
 
+def test_a_facets_table_gets_a_vector_index_only_once_a_scope_can_be_past_the_exact_search(
+    fresh_home,
+):
+    """Every scope of up to ``EXACT_FACET_ROWS`` facet rows and ``EXACT_FACET_TEXTS``
+    distinct texts is searched exactly over its texts, never through the index: a facets
+    table gets it only past either (its key indexes, and the other tables', as before)."""
+    from hltm_resources.stores.vectors import VectorStore
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    facets = store.table("facets")
+    rows = facets.count_rows()
+    texts = len(set(facets.search().select(["text"]).limit(None).to_arrow()["text"].to_pylist()))
+    assert rows >= 256 and texts < rows  # facet texts repeat
+
+    store.tidy(index_from=256, keys_from=256, exact_facets=(rows, texts))
+    assert not store.vector_indexed("facets")
+    assert {("path",), ("node_id",)} <= {tuple(i.columns) for i in facets.list_indices()}
+
+    store.tidy(index_from=256, keys_from=256, exact_facets=(rows, texts - 1))  # one text more
+    assert store.vector_indexed("facets")
+
+
+def test_a_facets_table_past_the_exact_search_by_its_rows_gets_a_vector_index(fresh_home):
+    from hltm_resources.stores.vectors import VectorStore
+
+    store = VectorStore(fresh_home.lancedb_path, None, None)
+    rows = store.table("facets").count_rows()
+    store.tidy(index_from=256, keys_from=256, exact_facets=(rows - 1, 10**9))
+    assert store.vector_indexed("facets")
+
+
 def test_an_incremental_index_leaves_few_new_rows_outside_the_indexes_and_searches_find_them(
     fresh_home,
 ):
@@ -601,7 +634,7 @@ def test_an_incremental_index_leaves_few_new_rows_outside_the_indexes_and_search
     from hltm_resources.stores.vectors import VectorStore
 
     store = VectorStore(fresh_home.lancedb_path, None, None)
-    store.tidy(index_from=256, keys_from=256)  # every table indexed, nothing left out
+    store.tidy(index_from=256, keys_from=256, exact_facets=(0, 0))  # every table indexed
     evidence = store.table("evidence")
     total = evidence.count_rows()
     some = evidence.search().limit(3).to_arrow()
@@ -689,7 +722,9 @@ def test_facet_scores_through_a_vector_index_are_the_exact_scores(fresh_home, mo
     from hltm_resources.stores.vectors import VectorStore
     from query import Memory
 
-    VectorStore(fresh_home.lancedb_path, None, None).tidy(index_from=256, keys_from=256)
+    VectorStore(fresh_home.lancedb_path, None, None).tidy(
+        index_from=256, keys_from=256, exact_facets=(0, 0)
+    )
     mem = Memory(fresh_home, log_queries=False)
     assert mem.vectors.vector_indexed("facets")
     scopes = [n for n, entry in mem.catalog().items() if entry[0] != "project"]

@@ -44,6 +44,15 @@ _DELETE_CHUNK = 400
 #: subtree filter stays a prefilter, so the index changes which in-scope rows are candidates,
 #: never whether a row outside the scope can be one. Override: ``HLTM_VECTOR_INDEX_MIN_ROWS``.
 VECTOR_INDEX_MIN_ROWS = 200_000
+#: A scope's facets are searched exactly, over their distinct texts (``query.retrieval``'s
+#: ``TextFacets``), up to this many rows and this many distinct texts; only a scope past either
+#: is searched through the facets table's vector index. So that table gets the index only once
+#: it holds that many rows or texts (a scope holds no more than its table). Facet texts repeat:
+#: at 100k leaves, 1.28M facet rows held 50k distinct texts, one of them 80k times. An IVF
+#: index puts a text's copies in one partition, and building it took 1.2 GB more than the
+#: build had, for an index no question read.
+EXACT_FACET_ROWS = 2_000_000
+EXACT_FACET_TEXTS = 100_000
 #: Columns a table of ``KEY_INDEX_MIN_ROWS`` rows or more gets a B-tree index on: the subtree
 #: prefilter of a table without scope labels is on ``path`` (LanceDB answers ``starts_with``
 #: from it: a full-text search in a seat of a 100k-leaf tree took 29 ms without it, 5 ms with
@@ -545,24 +554,49 @@ class VectorStore:
         index_from: int | None = None,
         keys_from: int = KEY_INDEX_MIN_ROWS,
         when_needed: bool = False,
+        exact_facets: tuple[int, int] = (EXACT_FACET_ROWS, EXACT_FACET_TEXTS),
+        tables: Sequence[str] = TABLES,
     ) -> list[str]:
         """Compact small fragments, fold new rows into the indexes, drop versions older than
         ``keep_versions_for``; with ``when_needed``, only in the tables that need it
         (:data:`TIDY_UNINDEXED_SHARE`, :data:`TIDY_SMALL_FRAGMENTS`). A table of ``keys_from``
         rows or more gets B-tree indexes on :data:`KEY_COLUMNS`, one of ``index_from`` rows or
-        more (default :data:`VECTOR_INDEX_MIN_ROWS`) a vector index. Returns the tables
-        compacted."""
+        more (default :data:`VECTOR_INDEX_MIN_ROWS`) a vector index; the facets table only
+        past ``exact_facets`` rows or distinct texts (see :data:`EXACT_FACET_ROWS`). Returns
+        the tables compacted. ``tables``: these only."""
         if index_from is None:
             index_from = number("HLTM_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS)
         tidied = []
-        for name in TABLES:
+        for name in tables:
             if self.exists(name):
                 tbl = self.table(name)
                 if not when_needed or self._untidy(tbl):
                     tbl.optimize(cleanup_older_than=keep_versions_for)
                     tidied.append(name)
-                self._ensure_indexes(tbl, index_from, keys_from)
+                vectors_from = index_from
+                if name == "facets" and not self._past_exact_search(tbl, index_from, *exact_facets):
+                    vectors_from = None
+                self._ensure_indexes(tbl, vectors_from, keys_from)
         return tidied
+
+    @staticmethod
+    def _past_exact_search(tbl, index_from: int, most_rows: int, most_texts: int) -> bool:
+        """Whether a facets table of ``index_from`` rows or more holds more rows than
+        ``most_rows`` or more distinct texts than ``most_texts``: whether a scope of it can be
+        too large for the exact search (its texts are read a batch at a time)."""
+        if any(i.columns == ["vector"] for i in tbl.list_indices()):
+            return True  # one made before (by an older version too) is kept and folded into
+        rows = tbl.count_rows()
+        if rows < index_from:
+            return False
+        if rows > most_rows:
+            return True
+        texts: set[str] = set()
+        for batch in tbl.search().select(["text"]).limit(None).to_batches():
+            texts.update(batch.column("text").to_pylist())
+            if len(texts) > most_texts:
+                return True
+        return False
 
     @staticmethod
     def _untidy(tbl) -> bool:
@@ -576,12 +610,13 @@ class VectorStore:
         )
 
     @staticmethod
-    def _ensure_indexes(tbl, index_from: int, keys_from: int) -> None:
-        """The B-trees on :data:`KEY_COLUMNS` and the vector index a table of its size lacks."""
+    def _ensure_indexes(tbl, index_from: int | None, keys_from: int) -> None:
+        """The B-trees on :data:`KEY_COLUMNS` and the vector index a table of its size lacks
+        (``index_from`` None: no vector index)."""
         have = {tuple(i.columns) for i in tbl.list_indices()}
         keys = [c for c in KEY_COLUMNS if c in tbl.schema.names and (c,) not in have]
         labels = SCOPES_COLUMN in tbl.schema.names and (SCOPES_COLUMN,) not in have
-        if not keys and not labels and ("vector",) in have:
+        if not keys and not labels and (("vector",) in have or index_from is None):
             return
         rows = tbl.count_rows()
         if rows >= keys_from:
@@ -589,7 +624,7 @@ class VectorStore:
                 tbl.create_index(column, config=BTree())
             if labels:
                 tbl.create_index(SCOPES_COLUMN, config=LabelList())
-        if rows >= index_from and ("vector",) not in have:
+        if index_from is not None and rows >= index_from and ("vector",) not in have:
             tbl.create_index("vector", config=IvfPq(distance_type="cosine"))
 
     def has_scope_labels(self) -> bool:
