@@ -594,7 +594,7 @@ def test_a_facets_table_gets_a_vector_index_only_once_a_scope_can_be_past_the_ex
 ):
     """Every scope of up to ``EXACT_FACET_ROWS`` facet rows and ``EXACT_FACET_TEXTS``
     distinct texts is searched exactly over its texts, never through the index: a facets
-    table gets it only past either (its key indexes, and the other tables', as before)."""
+    table gets it only past either (its key indexes as before)."""
     from hltm_resources.stores.vectors import VectorStore
 
     store = VectorStore(fresh_home.lancedb_path, None, None)

@@ -573,17 +573,18 @@ class VectorStore:
                 if not when_needed or self._untidy(tbl):
                     tbl.optimize(cleanup_older_than=keep_versions_for)
                     tidied.append(name)
-                vectors_from = index_from
-                if name == "facets" and not self._past_exact_search(tbl, index_from, *exact_facets):
-                    vectors_from = None
-                self._ensure_indexes(tbl, vectors_from, keys_from)
+                exact = name == "facets" and not self._past_exact_search(
+                    tbl, index_from, exact_facets
+                )
+                self._ensure_indexes(tbl, None if exact else index_from, keys_from)
         return tidied
 
     @staticmethod
-    def _past_exact_search(tbl, index_from: int, most_rows: int, most_texts: int) -> bool:
-        """Whether a facets table of ``index_from`` rows or more holds more rows than
-        ``most_rows`` or more distinct texts than ``most_texts``: whether a scope of it can be
-        too large for the exact search (its texts are read a batch at a time)."""
+    def _past_exact_search(tbl, index_from: int, most: tuple[int, int]) -> bool:
+        """Whether a facets table of ``index_from`` rows or more holds more rows or more
+        distinct texts than ``most`` says: whether a scope of it can be too large for the exact
+        search (its texts are read a batch at a time)."""
+        most_rows, most_texts = most
         if any(i.columns == ["vector"] for i in tbl.list_indices()):
             return True  # one made before (by an older version too) is kept and folded into
         rows = tbl.count_rows()
